@@ -1,0 +1,1 @@
+//! dra-provider-fake

@@ -1,0 +1,22 @@
+//! `dra-sim`: the pure fit simulator of dra-autoscaler.
+//!
+//! It answers one question the way kube-scheduler would: can this pending pod
+//! run on this node — real, or a node-group template — and with which devices?
+//! It re-implements the scheduler's structured DRA allocator ([`dra`]), the CEL
+//! environment of device selectors ([`cel`]) and the scheduler's filters, over a
+//! snapshot of Kubernetes objects ([`objects`]) read by [`loader`].
+//!
+//! Nothing here does I/O, reads a clock or spawns threads: callers hand in a
+//! snapshot and get a decision with reasons back. That keeps it fast,
+//! deterministic, testable and usable offline.
+
+pub mod cel;
+pub mod defaults;
+pub mod dra;
+pub mod gates;
+pub mod loader;
+pub mod objects;
+
+pub use gates::{FeatureGates, KubeVersion};
+pub use loader::{LoadError, Loaded, Loader};
+pub use objects::ClusterObjects;

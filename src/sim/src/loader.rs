@@ -1,0 +1,470 @@
+//! Reads Kubernetes objects from YAML or JSON text: multi-document YAML,
+//! `kind: List` (what `kubectl get -A -o yaml` prints) and single objects.
+//!
+//! Parsing is pure: callers hand in text and a source name, so the simulator
+//! never touches the file system. Raw files lack what the API server would have
+//! defaulted, so [`crate::defaults`] is applied to every typed object.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::defaults;
+use crate::objects::{ClusterObjects, ExtraObject, Origin};
+
+/// A document that could not be turned into an object, with everything needed
+/// to find and fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}{object}{field}: {message}", object = object_suffix(.object), field = field_suffix(.field))]
+pub struct LoadError {
+    /// File and document index.
+    pub origin: Origin,
+    /// `Kind namespace/name` when known.
+    pub object: Option<String>,
+    /// JSON path of the offending field, when known (`spec.devices[0].name`).
+    pub field: Option<String>,
+    /// What was wrong.
+    pub message: String,
+}
+
+fn object_suffix(object: &Option<String>) -> String {
+    object
+        .as_ref()
+        .map(|o| format!(" ({o})"))
+        .unwrap_or_default()
+}
+
+fn field_suffix(field: &Option<String>) -> String {
+    field
+        .as_ref()
+        .filter(|f| !f.is_empty() && f.as_str() != ".")
+        .map(|f| format!(": field {f}"))
+        .unwrap_or_default()
+}
+
+/// The result of loading: the objects, and a count of documents skipped per
+/// unknown `apiVersion/kind`.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    /// The typed objects.
+    pub objects: ClusterObjects,
+    /// `apiVersion kind` → number of objects skipped because nothing reads them.
+    pub skipped: BTreeMap<String, usize>,
+}
+
+impl Loaded {
+    /// A one-line note on what was skipped, or `None` when nothing was.
+    #[must_use]
+    pub fn skipped_note(&self) -> Option<String> {
+        if self.skipped.is_empty() {
+            return None;
+        }
+        let total: usize = self.skipped.values().sum();
+        let kinds: Vec<String> = self
+            .skipped
+            .iter()
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect();
+        Some(format!(
+            "skipped {total} object(s) of kinds the simulator does not read: {}",
+            kinds.join(", ")
+        ))
+    }
+}
+
+/// Accumulates objects from any number of sources.
+#[derive(Debug, Default)]
+pub struct Loader {
+    keep: BTreeSet<(String, String)>,
+    loaded: Loaded,
+}
+
+impl Loader {
+    /// A loader that types the simulator's own kinds and skips everything else.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also keeps objects of `kind` in API group `group` (`""` for core),
+    /// whatever their version, as [`ExtraObject`]s.
+    pub fn keep_kind(&mut self, group: &str, kind: &str) -> &mut Self {
+        self.keep.insert((group.to_string(), kind.to_string()));
+        self
+    }
+
+    /// Adds every object in a YAML text (one or more documents).
+    ///
+    /// # Errors
+    /// The first document that is not valid YAML or not a valid object.
+    pub fn add_yaml(&mut self, source: &str, text: &str) -> Result<(), LoadError> {
+        let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| LoadError {
+            origin: Origin {
+                source: source.to_string(),
+                document: 0,
+                item: None,
+            },
+            object: None,
+            field: None,
+            message: format!("not valid YAML: {e}"),
+        })?;
+        for (index, document) in documents.into_iter().enumerate() {
+            self.add_value(
+                Origin {
+                    source: source.to_string(),
+                    document: index,
+                    item: None,
+                },
+                document,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Adds every object in a JSON text (one value; a `kind: List` is expanded).
+    ///
+    /// # Errors
+    /// The text is not JSON, or the value is not a valid object.
+    pub fn add_json(&mut self, source: &str, text: &str) -> Result<(), LoadError> {
+        let origin = Origin {
+            source: source.to_string(),
+            document: 0,
+            item: None,
+        };
+        let value: Value = serde_json::from_str(text).map_err(|e| LoadError {
+            origin: origin.clone(),
+            object: None,
+            field: None,
+            message: format!("not valid JSON: {e}"),
+        })?;
+        self.add_value(origin, value)
+    }
+
+    /// Adds one already parsed document.
+    ///
+    /// # Errors
+    /// The value is not a valid object of its kind.
+    pub fn add_value(&mut self, origin: Origin, value: Value) -> Result<(), LoadError> {
+        if value.is_null() {
+            // An empty document, e.g. a trailing `---`.
+            return Ok(());
+        }
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if kind == "List" || kind.ends_with("List") && value.get("items").is_some() {
+            let Value::Object(mut map) = value else {
+                return Ok(());
+            };
+            let items = match map.remove("items") {
+                Some(Value::Array(items)) => items,
+                Some(Value::Null) | None => Vec::new(),
+                Some(_) => {
+                    return Err(LoadError {
+                        origin,
+                        object: Some(kind),
+                        field: Some("items".into()),
+                        message: "expected a list of objects".into(),
+                    });
+                }
+            };
+            for (i, item) in items.into_iter().enumerate() {
+                let item_origin = Origin {
+                    item: Some(i),
+                    ..origin.clone()
+                };
+                self.add_object(item_origin, item)?;
+            }
+            return Ok(());
+        }
+        self.add_object(origin, value)
+    }
+
+    /// Finishes loading.
+    #[must_use]
+    pub fn finish(self) -> Loaded {
+        self.loaded
+    }
+
+    fn add_object(&mut self, origin: Origin, value: Value) -> Result<(), LoadError> {
+        if !value.is_object() {
+            return Err(LoadError {
+                origin,
+                object: None,
+                field: None,
+                message: format!(
+                    "expected a Kubernetes object (a mapping), found {}",
+                    type_name(&value)
+                ),
+            });
+        }
+        let api_version = value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let label = object_label(&kind, &value);
+        if kind.is_empty() || api_version.is_empty() {
+            return Err(LoadError {
+                origin,
+                object: label,
+                field: Some(
+                    if kind.is_empty() {
+                        "kind"
+                    } else {
+                        "apiVersion"
+                    }
+                    .into(),
+                ),
+                message: "missing; every object needs apiVersion and kind".into(),
+            });
+        }
+        let (group, version) = match api_version.rsplit_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), api_version.clone()),
+        };
+        let objects = &mut self.loaded.objects;
+        match (group.as_str(), kind.as_str()) {
+            ("", "Node") => objects.nodes.push(typed(
+                &origin,
+                &label,
+                value,
+                &version,
+                "v1",
+                defaults::node,
+            )?),
+            ("", "Pod") => objects.pods.push(typed(
+                &origin,
+                &label,
+                value,
+                &version,
+                "v1",
+                defaults::pod,
+            )?),
+            ("", "Namespace") => objects.namespaces.push(typed(
+                &origin,
+                &label,
+                value,
+                &version,
+                "v1",
+                defaults::namespace,
+            )?),
+            ("resource.k8s.io", "DeviceClass") => objects.device_classes.push(typed(
+                &origin,
+                &label,
+                value,
+                &version,
+                "v1",
+                defaults::device_class,
+            )?),
+            ("resource.k8s.io", "ResourceSlice") => objects.resource_slices.push(typed(
+                &origin,
+                &label,
+                value,
+                &version,
+                "v1",
+                defaults::resource_slice,
+            )?),
+            ("resource.k8s.io", "ResourceClaim") => objects.resource_claims.push(typed(
+                &origin,
+                &label,
+                value,
+                &version,
+                "v1",
+                defaults::resource_claim,
+            )?),
+            ("resource.k8s.io", "ResourceClaimTemplate") => {
+                objects.resource_claim_templates.push(typed(
+                    &origin,
+                    &label,
+                    value,
+                    &version,
+                    "v1",
+                    defaults::resource_claim_template,
+                )?)
+            }
+            ("resource.k8s.io", "DeviceTaintRule") => objects.device_taint_rules.push(typed(
+                &origin,
+                &label,
+                value,
+                &version,
+                "v1",
+                defaults::device_taint_rule,
+            )?),
+            _ if self.keep.contains(&(group.clone(), kind.clone())) => {
+                objects.extra.push(ExtraObject {
+                    api_version,
+                    kind,
+                    origin,
+                    value,
+                })
+            }
+            _ => {
+                *self
+                    .loaded
+                    .skipped
+                    .entry(format!("{api_version} {kind}"))
+                    .or_default() += 1
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Converts a JSON value into a typed object, with the field path of any error,
+/// then applies the API server's defaults and the checks they rely on.
+fn typed<T: DeserializeOwned>(
+    origin: &Origin,
+    label: &Option<String>,
+    value: Value,
+    version: &str,
+    expected_version: &str,
+    apply_defaults: fn(&mut T) -> Result<(), defaults::FieldError>,
+) -> Result<T, LoadError> {
+    let error = |field: Option<String>, message: String| LoadError {
+        origin: origin.clone(),
+        object: label.clone(),
+        field,
+        message,
+    };
+    if version != expected_version {
+        return Err(error(
+            Some("apiVersion".into()),
+            format!(
+                "version {version} is not read; export the {expected_version} version (e.g. kubectl get <resource>.{expected_version}.<group> -o yaml)"
+            ),
+        ));
+    }
+    let mut object: T = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        error(Some(path), e.into_inner().to_string())
+    })?;
+    apply_defaults(&mut object).map_err(|e| error(Some(e.field), e.message))?;
+    Ok(object)
+}
+
+fn object_label(kind: &str, value: &Value) -> Option<String> {
+    let metadata = value.get("metadata")?;
+    let name = metadata.get("name").and_then(Value::as_str)?;
+    let kind = if kind.is_empty() { "object" } else { kind };
+    Some(match metadata.get("namespace").and_then(Value::as_str) {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    })
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SLICE: &str = r#"
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-gpus}
+spec:
+  driver: gpu.example.com
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  nodeName: node-a
+  devices:
+  - name: gpu-0
+"#;
+
+    #[test]
+    fn multi_document_yaml_and_lists_are_read() {
+        let text = format!(
+            "{SLICE}---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {{name: node-a}}\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {{name: d, namespace: x}}\n---\n"
+        );
+        let mut loader = Loader::new();
+        loader.add_yaml("a.yaml", &text).unwrap();
+        let loaded = loader.finish();
+        assert_eq!(loaded.objects.resource_slices.len(), 1);
+        assert_eq!(loaded.objects.nodes.len(), 1);
+        assert_eq!(loaded.skipped.get("apps/v1 Deployment"), Some(&1));
+        let note = loaded.skipped_note().unwrap();
+        assert!(note.contains("apps/v1 Deployment ×1"), "{note}");
+    }
+
+    #[test]
+    fn kept_kinds_are_returned_untyped() {
+        let mut loader = Loader::new();
+        loader.keep_kind("dra-autoscaler.io", "NodeGroup");
+        loader
+            .add_yaml(
+                "ng.yaml",
+                "apiVersion: dra-autoscaler.io/v1alpha1\nkind: NodeGroup\nmetadata: {name: g}\nspec: {maxSize: 2}\n",
+            )
+            .unwrap();
+        let loaded = loader.finish();
+        assert_eq!(loaded.objects.extra.len(), 1);
+        assert_eq!(loaded.objects.extra[0].kind, "NodeGroup");
+        assert!(loaded.skipped.is_empty());
+    }
+
+    #[test]
+    fn a_bad_field_is_reported_with_file_document_object_and_path() {
+        let text = format!(
+            "{SLICE}---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-n}}\nspec: {{unschedulable: maybe}}\n"
+        );
+        let mut loader = Loader::new();
+        let err = loader.add_yaml("cluster.yaml", &text).unwrap_err();
+        assert_eq!(err.origin.document, 1);
+        assert_eq!(err.object.as_deref(), Some("Node node-n"));
+        assert_eq!(err.field.as_deref(), Some("spec.unschedulable"));
+        let shown = err.to_string();
+        assert!(
+            shown.starts_with("cluster.yaml: document 1 (Node node-n): field spec.unschedulable:"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn unsupported_versions_and_missing_kinds_are_errors() {
+        let mut loader = Loader::new();
+        let err = loader
+            .add_yaml(
+                "x.yaml",
+                "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceSlice\nmetadata: {name: s}\n",
+            )
+            .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("apiVersion"));
+        let err = loader
+            .add_yaml("x.yaml", "metadata: {name: s}\n")
+            .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("kind"));
+        let err = loader.add_yaml("x.yaml", "- 1\n- 2\n").unwrap_err();
+        assert!(err.message.contains("found a list"), "{}", err.message);
+    }
+
+    #[test]
+    fn invalid_yaml_and_json_are_errors_not_panics() {
+        let mut loader = Loader::new();
+        assert!(loader.add_yaml("x.yaml", "a: [b\n").is_err());
+        assert!(loader.add_json("x.json", "{").is_err());
+        loader
+            .add_json(
+                "x.json",
+                r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ml"}}"#,
+            )
+            .unwrap();
+        assert_eq!(loader.finish().objects.namespaces.len(), 1);
+    }
+}
