@@ -1,0 +1,92 @@
+//! Reads snapshot files and directories into the pure loader.
+
+use std::path::{Path, PathBuf};
+
+use dra_sim::{Loaded, Loader};
+
+/// Why input could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// A path could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A document is not a valid object.
+    #[error(transparent)]
+    Load(#[from] dra_sim::LoadError),
+    /// No input files were found.
+    #[error("no .yaml, .yml or .json files found in {0}")]
+    Empty(String),
+}
+
+/// Every `.yaml`, `.yml` and `.json` file under `paths` (directories are walked
+/// recursively, in name order, so results are reproducible).
+///
+/// # Errors
+/// A path that does not exist or cannot be listed.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+    let mut files = Vec::new();
+    for path in paths {
+        walk(path, true, &mut files)?;
+    }
+    Ok(files)
+}
+
+fn walk(path: &Path, explicit: bool, files: &mut Vec<PathBuf>) -> Result<(), InputError> {
+    let read_error = |source| InputError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if metadata.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(read_error)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for entry in entries {
+            walk(&entry, false, files)?;
+        }
+    } else if explicit || is_snapshot_file(path) {
+        files.push(path.to_path_buf());
+    }
+    Ok(())
+}
+
+fn is_snapshot_file(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    )
+}
+
+/// Loads every file under `paths` with `loader`.
+///
+/// # Errors
+/// Unreadable files, invalid documents, or no input at all.
+pub fn load(paths: &[PathBuf], mut loader: Loader) -> Result<Loaded, InputError> {
+    let files = collect_files(paths)?;
+    if files.is_empty() {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(InputError::Empty(shown.join(", ")));
+    }
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(|source| InputError::Read {
+            path: file.clone(),
+            source,
+        })?;
+        let name = file.display().to_string();
+        if file.extension().and_then(|e| e.to_str()) == Some("json") {
+            loader.add_json(&name, &text)?;
+        } else {
+            loader.add_yaml(&name, &text)?;
+        }
+    }
+    Ok(loader.finish())
+}

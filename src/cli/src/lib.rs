@@ -1,0 +1,50 @@
+//! The `dra-autoscaler` command line: a thin shell over the pure simulator and
+//! planner (`dra-sim`, `dra-plan`) and, later, the controller.
+
+pub mod input;
+pub mod simulate_cmd;
+
+use clap::{Parser, Subcommand};
+
+pub use simulate_cmd::SimulateArgs;
+
+/// Cluster autoscaler for AI clusters: DRA, topology and gang aware.
+#[derive(Debug, Parser)]
+#[command(name = "dra-autoscaler", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// What-if: place the pending pods of a snapshot (YAML/JSON files or
+    /// directories, e.g. `kubectl get -A -o yaml` output) onto its nodes as
+    /// kube-scheduler would, and explain every refusal.
+    Simulate(SimulateArgs),
+}
+
+impl Cli {
+    /// Runs the chosen subcommand.
+    ///
+    /// # Errors
+    /// Unreadable or invalid input, or a failure to write the output.
+    pub fn run(self) -> anyhow::Result<()> {
+        match self.command {
+            Command::Simulate(args) => args.run(),
+        }
+    }
+}
+
+/// Structured logs to stderr; `RUST_LOG` sets the level (default `warn`, so
+/// that command output on stdout stays clean).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,407 @@
+//! The mutable cluster state one simulation works on: nodes in name order,
+//! pods, claims with their allocations, and the DRA inventory.
+//!
+//! Placing a pod commits its claims' allocations here, so pods placed later see
+//! those devices in use, exactly as the scheduler's assume cache makes them.
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
+    ResourceClaimTemplate,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use crate::dra::{AllocatedState, DraCatalog, ShareIdGenerator};
+use crate::gates::FeatureGates;
+use crate::objects::ClusterObjects;
+
+/// `namespace/name` of a namespaced object.
+pub type ObjectKey = (String, String);
+
+/// Annotation the ResourceClaim controller puts on generated claims, naming
+/// the pod's claim entry they were made for.
+pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-name";
+
+/// Formats a key as `namespace/name`.
+#[must_use]
+pub fn key_string(key: &ObjectKey) -> String {
+    format!("{}/{}", key.0, key.1)
+}
+
+/// The key of any namespaced object.
+#[must_use]
+pub fn object_key(meta: &ObjectMeta) -> ObjectKey {
+    (
+        meta.namespace.clone().unwrap_or_else(|| "default".into()),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The claims one pod needs, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct PodClaims {
+    /// Claims that are already allocated (their node selector must match).
+    pub allocated: Vec<ObjectKey>,
+    /// Claims to allocate now, in pod order.
+    pub to_allocate: Vec<ObjectKey>,
+}
+
+/// The cluster state of one simulation.
+#[derive(Debug)]
+pub struct Snapshot {
+    gates: FeatureGates,
+    nodes: Vec<Node>,
+    node_index: HashMap<String, usize>,
+    pods: Vec<Pod>,
+    claims: BTreeMap<ObjectKey, ResourceClaim>,
+    templates: BTreeMap<ObjectKey, ResourceClaimTemplate>,
+    namespaces: BTreeMap<String, Namespace>,
+    dra: DraCatalog,
+    allocated: AllocatedState,
+    share_ids: ShareIdGenerator,
+}
+
+impl Snapshot {
+    /// Builds the state from loaded objects. Nodes are kept in name order.
+    #[must_use]
+    pub fn new(objects: ClusterObjects, gates: FeatureGates) -> Self {
+        let ClusterObjects {
+            mut nodes,
+            pods,
+            namespaces,
+            device_classes,
+            resource_slices,
+            resource_claims,
+            resource_claim_templates,
+            device_taint_rules,
+            extra: _,
+        } = objects;
+        nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let node_index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.metadata.name.clone().unwrap_or_default(), i))
+            .collect();
+        let dra = DraCatalog::new(
+            gates,
+            &device_classes,
+            &resource_slices,
+            &device_taint_rules,
+        );
+        let allocated = AllocatedState::from_claims(resource_claims.iter(), &gates);
+        Snapshot {
+            gates,
+            nodes,
+            node_index,
+            pods,
+            claims: resource_claims
+                .into_iter()
+                .map(|c| (object_key(&c.metadata), c))
+                .collect(),
+            templates: resource_claim_templates
+                .into_iter()
+                .map(|t| (object_key(&t.metadata), t))
+                .collect(),
+            namespaces: namespaces
+                .into_iter()
+                .map(|n| (n.metadata.name.clone().unwrap_or_default(), n))
+                .collect(),
+            dra,
+            allocated,
+            share_ids: ShareIdGenerator::default(),
+        }
+    }
+
+    /// The feature gates in force.
+    #[must_use]
+    pub fn gates(&self) -> &FeatureGates {
+        &self.gates
+    }
+
+    /// Nodes, in name order.
+    #[must_use]
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The index of a node by name.
+    #[must_use]
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.node_index.get(name).copied()
+    }
+
+    /// All pods, bound or pending.
+    #[must_use]
+    pub fn pods(&self) -> &[Pod] {
+        &self.pods
+    }
+
+    /// A namespace by name.
+    #[must_use]
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
+        self.namespaces.get(name)
+    }
+
+    /// A claim by key.
+    #[must_use]
+    pub fn claim(&self, key: &ObjectKey) -> Option<&ResourceClaim> {
+        self.claims.get(key)
+    }
+
+    /// Indices of the pods waiting for a node, in the order the simulation
+    /// places them: highest priority first, then oldest, then by
+    /// namespace/name so that equal pods keep a stable order.
+    #[must_use]
+    pub fn pending_pods(&self) -> Vec<usize> {
+        let mut pending: Vec<usize> = self
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| is_pending(p))
+            .map(|(i, _)| i)
+            .collect();
+        pending.sort_by(|&a, &b| {
+            let (pa, pb) = (&self.pods[a], &self.pods[b]);
+            priority(pb)
+                .cmp(&priority(pa))
+                .then_with(|| {
+                    pa.metadata
+                        .creation_timestamp
+                        .as_ref()
+                        .map(|t| t.0)
+                        .cmp(&pb.metadata.creation_timestamp.as_ref().map(|t| t.0))
+                })
+                .then_with(|| object_key(&pa.metadata).cmp(&object_key(&pb.metadata)))
+        });
+        pending
+    }
+
+    /// Resolves the claims of a pod as the DynamicResources plugin's PreFilter
+    /// does, instantiating claims from templates that the ResourceClaim
+    /// controller would already have created.
+    ///
+    /// # Errors
+    /// An operator-readable reason the pod cannot be scheduled anywhere (a
+    /// missing claim or template, a claim owned by another pod).
+    pub fn resolve_claims(&mut self, pod_index: usize) -> Result<PodClaims, String> {
+        let pod = &self.pods[pod_index];
+        let pod_key = object_key(&pod.metadata);
+        let pod_uid = pod.metadata.uid.clone();
+        let namespace = pod_key.0.clone();
+        let entries = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.resource_claims.clone())
+            .unwrap_or_default();
+        let statuses: BTreeMap<String, Option<String>> = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.resource_claim_statuses.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|s| (s.name.clone(), s.resource_claim_name.clone()))
+            .collect();
+        let mut resolved = PodClaims::default();
+        for entry in entries {
+            let key = if let Some(name) = &entry.resource_claim_name {
+                (namespace.clone(), name.clone())
+            } else if let Some(template_name) = &entry.resource_claim_template_name {
+                match statuses.get(&entry.name) {
+                    // A recorded nil name means "no claim needed".
+                    Some(None) => continue,
+                    Some(Some(name)) => (namespace.clone(), name.clone()),
+                    None => match self.generated_claim(&pod_key, pod_uid.as_deref(), &entry.name) {
+                        Some(key) => key,
+                        None => self.instantiate_claim(
+                            &pod_key,
+                            pod_uid.as_deref(),
+                            &entry.name,
+                            template_name,
+                        )?,
+                    },
+                }
+            } else {
+                // Neither source: nothing to resolve, as upstream skips it.
+                continue;
+            };
+            let claim = self.claims.get(&key).ok_or_else(|| {
+                format!(
+                    "resourceclaim {} (pod claim {:?}) not found",
+                    key_string(&key),
+                    entry.name
+                )
+            })?;
+            if claim.metadata.deletion_timestamp.is_some() {
+                return Err(format!(
+                    "resourceclaim {} is being deleted",
+                    key_string(&key)
+                ));
+            }
+            let allocated = claim
+                .status
+                .as_ref()
+                .is_some_and(|s| s.allocation.is_some());
+            if resolved.allocated.contains(&key) || resolved.to_allocate.contains(&key) {
+                continue;
+            }
+            if allocated {
+                resolved.allocated.push(key);
+            } else {
+                resolved.to_allocate.push(key);
+            }
+        }
+        Ok(resolved)
+    }
+
+    /// An existing claim generated for this pod entry: owned by the pod (by
+    /// uid when the pod has one) and annotated with the entry's name.
+    fn generated_claim(&self, pod: &ObjectKey, pod_uid: Option<&str>, entry: &str) -> Option<ObjectKey> {
+        self.claims
+            .iter()
+            .filter(|((ns, _), _)| ns == &pod.0)
+            .find(|(_, claim)| {
+                let annotated = claim
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(POD_CLAIM_NAME_ANNOTATION))
+                    .is_some_and(|v| v == entry);
+                let owned = claim.metadata.owner_references.iter().flatten().any(|o| {
+                    o.kind == "Pod"
+                        && o.controller == Some(true)
+                        && match pod_uid {
+                            Some(uid) => o.uid == uid,
+                            None => o.name == pod.1,
+                        }
+                });
+                annotated && owned
+            })
+            .map(|(key, _)| key.clone())
+    }
+
+    fn instantiate_claim(
+        &mut self,
+        pod: &ObjectKey,
+        pod_uid: Option<&str>,
+        entry: &str,
+        template_name: &str,
+    ) -> Result<ObjectKey, String> {
+        let template_key = (pod.0.clone(), template_name.to_string());
+        let template = self.templates.get(&template_key).ok_or_else(|| {
+            format!(
+                "resourceclaimtemplate {} (pod claim {entry:?}) not found",
+                key_string(&template_key)
+            )
+        })?;
+        // The controller uses generateName with a random suffix; a simulation
+        // needs a stable name, so the suffix is left out.
+        let key = (pod.0.clone(), format!("{}-{entry}", pod.1));
+        let template_spec = template.spec.clone().unwrap_or_default();
+        let mut annotations = template_spec
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.clone())
+            .unwrap_or_default();
+        annotations.insert(POD_CLAIM_NAME_ANNOTATION.into(), entry.to_string());
+        let claim = ResourceClaim {
+            metadata: ObjectMeta {
+                name: Some(key.1.clone()),
+                namespace: Some(key.0.clone()),
+                labels: template_spec.metadata.as_ref().and_then(|m| m.labels.clone()),
+                annotations: Some(annotations),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "v1".into(),
+                    kind: "Pod".into(),
+                    name: pod.1.clone(),
+                    uid: pod_uid.unwrap_or_default().to_string(),
+                    controller: Some(true),
+                    block_owner_deletion: Some(true),
+                }]),
+                ..Default::default()
+            },
+            spec: Some(template_spec.spec),
+            status: None,
+        };
+        self.claims.insert(key.clone(), claim);
+        Ok(key)
+    }
+
+    /// Runs the allocator for `claims` on node `node_index`.
+    ///
+    /// # Errors
+    /// As [`DraCatalog::allocate`].
+    pub fn allocate(
+        &mut self,
+        node_index: usize,
+        claims: &[ObjectKey],
+    ) -> Result<crate::dra::AllocateOutcome, crate::dra::AllocError> {
+        let claim_refs: Vec<&ResourceClaim> = claims.iter().filter_map(|k| self.claims.get(k)).collect();
+        self.dra.allocate(
+            &self.nodes[node_index],
+            &claim_refs,
+            &self.allocated,
+            &mut self.share_ids,
+        )
+    }
+
+    /// Commits a placement: the pod is bound to the node, each newly allocated
+    /// claim gets its allocation, and every claim of the pod is reserved for it.
+    pub fn bind(
+        &mut self,
+        pod_index: usize,
+        node_index: usize,
+        claims: &PodClaims,
+        allocations: Vec<AllocationResult>,
+    ) {
+        let node_name = self.nodes[node_index].metadata.name.clone();
+        let pod = &mut self.pods[pod_index];
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.node_name = node_name;
+        }
+        let consumer = ResourceClaimConsumerReference {
+            api_group: None,
+            resource: "pods".into(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+        };
+        for (key, allocation) in claims.to_allocate.iter().zip(allocations) {
+            self.allocated.add_allocation(&allocation, &self.gates);
+            if let Some(claim) = self.claims.get_mut(key) {
+                let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
+                status.allocation = Some(allocation);
+            }
+        }
+        for key in claims.allocated.iter().chain(&claims.to_allocate) {
+            if let Some(claim) = self.claims.get_mut(key) {
+                let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
+                status
+                    .reserved_for
+                    .get_or_insert_with(Vec::new)
+                    .push(consumer.clone());
+            }
+        }
+    }
+}
+
+/// A pod waits for a node when it has none and has not finished.
+#[must_use]
+pub fn is_pending(pod: &Pod) -> bool {
+    let unbound = pod
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.node_name.as_deref().is_none_or(str::is_empty));
+    let finished = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed");
+    unbound && !finished
+}
+
+/// `spec.priority`, 0 when unset (the admission plugin resolves classes).
+#[must_use]
+pub fn priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
