@@ -24,7 +24,11 @@ pub enum OutputFormat {
 pub struct SimulateArgs {
     /// Kubernetes version of the cluster whose scheduler is modelled (1.34 to
     /// 1.37); sets the feature-gate defaults.
-    #[arg(long, env = "DRA_AUTOSCALER_KUBERNETES_VERSION", default_value = "1.37")]
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_KUBERNETES_VERSION",
+        default_value = "1.37"
+    )]
     pub kubernetes_version: String,
 
     /// Feature gates on top of the version's defaults, as kube-scheduler takes

@@ -18,7 +18,12 @@ fn cases_dir() -> PathBuf {
 }
 
 fn run_case(dir: &Path) -> Result<Value, String> {
-    let mut argv = vec!["dra-autoscaler".to_string(), "simulate".into(), "-o".into(), "json".into()];
+    let mut argv = vec![
+        "dra-autoscaler".to_string(),
+        "simulate".into(),
+        "-o".into(),
+        "json".into(),
+    ];
     if let Ok(extra) = std::fs::read_to_string(dir.join("args")) {
         argv.extend(extra.split_whitespace().map(str::to_string));
     }
@@ -27,7 +32,9 @@ fn run_case(dir: &Path) -> Result<Value, String> {
     let Command::Simulate(args) = cli.command else {
         return Err("not a simulate command".into());
     };
-    let (report, _) = args.simulate().map_err(|e| format!("simulate failed: {e:#}"))?;
+    let (report, _) = args
+        .simulate()
+        .map_err(|e| format!("simulate failed: {e:#}"))?;
     serde_json::to_value(report).map_err(|e| e.to_string())
 }
 
@@ -89,7 +96,12 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
             .iter()
             .filter_map(Value::as_str)
             .collect();
-        for reason in e["reasons"].as_array().unwrap_or(&empty).iter().filter_map(Value::as_str) {
+        for reason in e["reasons"]
+            .as_array()
+            .unwrap_or(&empty)
+            .iter()
+            .filter_map(Value::as_str)
+        {
             if !actual_reasons.iter().any(|r| r.contains(reason)) {
                 problems.push(format!(
                     "{name}: no reason contains {reason:?}; reasons: {actual_reasons:?}"
@@ -112,7 +124,11 @@ fn simulate_matches_upstream_behaviour_on_every_case() {
     assert!(!dirs.is_empty(), "no conformance cases found");
     let mut failures = Vec::new();
     for dir in &dirs {
-        let case = dir.file_name().and_then(|n| n.to_str()).unwrap_or("?").to_string();
+        let case = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
         let expected: Value = match std::fs::read_to_string(dir.join("expected.json"))
             .map_err(|e| e.to_string())
             .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
@@ -153,7 +169,19 @@ fn wildcard_share_ids_and_reason_substrings() {
     assert!(compare(&expected, &actual).is_empty());
     let actual_wrong = serde_json::json!({"pods": [{"pod": "a/b", "outcome": "fits", "node": "n1", "allocations": [], "reasons": []}]});
     assert!(!compare(&expected, &actual_wrong).is_empty());
-    assert!(matches(&serde_json::json!({"shareID": "*"}), &serde_json::json!({"shareID": "abc"}), None));
-    assert!(!matches(&serde_json::json!({"shareID": "*"}), &serde_json::json!({"shareID": ""}), None));
-    assert!(!matches(&serde_json::json!({"device": "*"}), &serde_json::json!({"device": "gpu-0"}), None));
+    assert!(matches(
+        &serde_json::json!({"shareID": "*"}),
+        &serde_json::json!({"shareID": "abc"}),
+        None
+    ));
+    assert!(!matches(
+        &serde_json::json!({"shareID": "*"}),
+        &serde_json::json!({"shareID": ""}),
+        None
+    ));
+    assert!(!matches(
+        &serde_json::json!({"device": "*"}),
+        &serde_json::json!({"device": "gpu-0"}),
+        None
+    ));
 }

@@ -1,1 +1,7 @@
-//! placeholder
+//! `dra-plan`: the pure, gang-aware scale-up planner.
+//!
+//! Given a snapshot and node-group templates it decides *what* to scale so
+//! that the scheduler can place every pending gang whole: a value with reasons,
+//! never an action. No I/O, no clock, no threads.
+
+pub mod gang;

@@ -16,6 +16,9 @@ pub mod dra;
 pub mod gates;
 pub mod loader;
 pub mod objects;
+pub mod pods;
+pub mod report;
+pub mod selectors;
 
 pub use gates::{FeatureGates, KubeVersion};
 pub use loader::{LoadError, Loaded, Loader};

@@ -241,14 +241,19 @@ impl Loader {
                 "v1",
                 defaults::node,
             )?),
-            ("", "Pod") => objects.pods.push(typed(
-                &origin,
-                &label,
-                value,
-                &version,
-                "v1",
-                defaults::pod,
-            )?),
+            ("", "Pod") => {
+                let workload_ref = value.pointer("/spec/workloadRef").cloned();
+                let pod: k8s_openapi::api::core::v1::Pod =
+                    typed(&origin, &label, value, &version, "v1", defaults::pod)?;
+                if let Some(workload_ref) = workload_ref {
+                    let key = (
+                        pod.metadata.namespace.clone().unwrap_or_default(),
+                        pod.metadata.name.clone().unwrap_or_default(),
+                    );
+                    objects.pod_workload_refs.insert(key, workload_ref);
+                }
+                objects.pods.push(pod);
+            }
             ("", "Namespace") => objects.namespaces.push(typed(
                 &origin,
                 &label,

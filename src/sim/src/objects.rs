@@ -61,6 +61,10 @@ pub struct ClusterObjects {
     pub device_taint_rules: Vec<DeviceTaintRule>,
     /// Objects of kinds the caller asked to keep, untyped.
     pub extra: Vec<ExtraObject>,
+    /// `spec.workloadRef` of pods written for Kubernetes 1.35 (the v1alpha1
+    /// Workload API), keyed by `(namespace, name)`. The field was removed from
+    /// the Pod type in 1.36, so the typed Pod cannot carry it.
+    pub pod_workload_refs: std::collections::BTreeMap<(String, String), serde_json::Value>,
 }
 
 impl ClusterObjects {
@@ -76,5 +80,6 @@ impl ClusterObjects {
             .extend(other.resource_claim_templates);
         self.device_taint_rules.extend(other.device_taint_rules);
         self.extra.extend(other.extra);
+        self.pod_workload_refs.extend(other.pod_workload_refs);
     }
 }

@@ -138,7 +138,13 @@ impl Report {
     #[must_use]
     pub fn to_text(&self) -> String {
         use std::fmt::Write as _;
-        let width = self.pods.iter().map(|p| p.pod.len()).max().unwrap_or(3).max(3);
+        let width = self
+            .pods
+            .iter()
+            .map(|p| p.pod.len())
+            .max()
+            .unwrap_or(3)
+            .max(3);
         let mut out = String::new();
         let _ = writeln!(out, "{:<width$}  {:<13}  NODE", "POD", "OUTCOME");
         for pod in &self.pods {

@@ -41,7 +41,10 @@ pub fn node_selector_matches(selector: &NodeSelector, node: &Node) -> Result<boo
 ///
 /// # Errors
 /// As [`node_selector_matches`].
-pub fn node_selector_term_matches(term: &NodeSelectorTerm, node: &Node) -> Result<bool, SelectorError> {
+pub fn node_selector_term_matches(
+    term: &NodeSelectorTerm,
+    node: &Node,
+) -> Result<bool, SelectorError> {
     let expressions = term.match_expressions.as_deref().unwrap_or_default();
     let fields = term.match_fields.as_deref().unwrap_or_default();
     if expressions.is_empty() && fields.is_empty() {
@@ -49,7 +52,9 @@ pub fn node_selector_term_matches(term: &NodeSelectorTerm, node: &Node) -> Resul
     }
     let labels = node_labels(node);
     for requirement in expressions {
-        let value = labels.and_then(|l| l.get(&requirement.key)).map(String::as_str);
+        let value = labels
+            .and_then(|l| l.get(&requirement.key))
+            .map(String::as_str);
         if !requirement_matches(requirement, value)? {
             return Ok(false);
         }
@@ -219,7 +224,11 @@ mod tests {
             let selector = NodeSelector {
                 node_selector_terms: vec![term(vec![r.clone()])],
             };
-            assert_eq!(node_selector_matches(&selector, &n).unwrap(), expected, "{r:?}");
+            assert_eq!(
+                node_selector_matches(&selector, &n).unwrap(),
+                expected,
+                "{r:?}"
+            );
         }
     }
 
@@ -227,7 +236,10 @@ mod tests {
     fn terms_are_ored_and_empty_terms_match_nothing() {
         let n = node("n1", &[("zone", "a")]);
         let selector = NodeSelector {
-            node_selector_terms: vec![term(vec![req("zone", "In", &["b"])]), term(vec![req("zone", "In", &["a"])])],
+            node_selector_terms: vec![
+                term(vec![req("zone", "In", &["b"])]),
+                term(vec![req("zone", "In", &["a"])]),
+            ],
         };
         assert!(node_selector_matches(&selector, &n).unwrap());
         let empty = NodeSelector {

@@ -9,7 +9,7 @@ use crate::gates::FeatureGates;
 use crate::objects::ClusterObjects;
 use crate::report::{ClaimAllocation, DeviceResult, Outcome, PodReport, Report};
 use crate::selectors::node_selector_matches;
-use crate::snapshot::{key_string, object_key, PodClaims, Snapshot};
+use crate::snapshot::{PodClaims, Snapshot, key_string, object_key};
 
 /// Taint key the node controller puts on cordoned nodes; tolerating it lets a
 /// pod onto an unschedulable node.
@@ -79,7 +79,12 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
     refused(Outcome::Unschedulable, reasons)
 }
 
-fn check_node(snapshot: &mut Snapshot, pod_index: usize, node_index: usize, claims: &PodClaims) -> NodeVerdict {
+fn check_node(
+    snapshot: &mut Snapshot,
+    pod_index: usize,
+    node_index: usize,
+    claims: &PodClaims,
+) -> NodeVerdict {
     let node = &snapshot.nodes()[node_index];
     let pod = &snapshot.pods()[pod_index];
     if let Some(reason) = node_unschedulable(pod, node) {
@@ -114,11 +119,13 @@ fn check_node(snapshot: &mut Snapshot, pod_index: usize, node_index: usize, clai
     }
     match snapshot.allocate(node_index, &claims.to_allocate) {
         Ok(AllocateOutcome::Allocated(allocations)) => NodeVerdict::Fits(allocations),
-        Ok(AllocateOutcome::Unschedulable { reasons }) => NodeVerdict::Refused(if reasons.is_empty() {
-            "cannot allocate all claims".to_string()
-        } else {
-            reasons.join("; ")
-        }),
+        Ok(AllocateOutcome::Unschedulable { reasons }) => {
+            NodeVerdict::Refused(if reasons.is_empty() {
+                "cannot allocate all claims".to_string()
+            } else {
+                reasons.join("; ")
+            })
+        }
         Err(AllocError::FailedOnNode(message)) => NodeVerdict::Refused(message),
         Err(AllocError::Fatal(message)) => NodeVerdict::Fatal(message),
     }
@@ -143,7 +150,10 @@ fn node_unschedulable(pod: &Pod, node: &Node) -> Option<String> {
                 None | Some("") => exists,
                 Some(k) => k == UNSCHEDULABLE_TAINT,
             };
-            let effect_ok = t.effect.as_deref().is_none_or(|e| e.is_empty() || e == "NoSchedule");
+            let effect_ok = t
+                .effect
+                .as_deref()
+                .is_none_or(|e| e.is_empty() || e == "NoSchedule");
             // The taint has an empty value, so Equal matches only an empty value.
             let value_ok = exists || t.value.as_deref().is_none_or(str::is_empty);
             key_ok && effect_ok && value_ok
@@ -151,7 +161,10 @@ fn node_unschedulable(pod: &Pod, node: &Node) -> Option<String> {
     (!tolerated).then(|| "node(s) were unschedulable".to_string())
 }
 
-fn report_allocations(claims: &PodClaims, allocations: &[AllocationResult]) -> Vec<ClaimAllocation> {
+fn report_allocations(
+    claims: &PodClaims,
+    allocations: &[AllocationResult],
+) -> Vec<ClaimAllocation> {
     claims
         .to_allocate
         .iter()

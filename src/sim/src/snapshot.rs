@@ -16,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use crate::dra::{AllocatedState, DraCatalog, ShareIdGenerator};
 use crate::gates::FeatureGates;
 use crate::objects::ClusterObjects;
+pub use crate::pods::{is_pending, priority};
 
 /// `namespace/name` of a namespaced object.
 pub type ObjectKey = (String, String);
@@ -77,6 +78,7 @@ impl Snapshot {
             resource_claim_templates,
             device_taint_rules,
             extra: _,
+            pod_workload_refs: _,
         } = objects;
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let node_index = nodes
@@ -257,7 +259,12 @@ impl Snapshot {
 
     /// An existing claim generated for this pod entry: owned by the pod (by
     /// uid when the pod has one) and annotated with the entry's name.
-    fn generated_claim(&self, pod: &ObjectKey, pod_uid: Option<&str>, entry: &str) -> Option<ObjectKey> {
+    fn generated_claim(
+        &self,
+        pod: &ObjectKey,
+        pod_uid: Option<&str>,
+        entry: &str,
+    ) -> Option<ObjectKey> {
         self.claims
             .iter()
             .filter(|((ns, _), _)| ns == &pod.0)
@@ -309,7 +316,10 @@ impl Snapshot {
             metadata: ObjectMeta {
                 name: Some(key.1.clone()),
                 namespace: Some(key.0.clone()),
-                labels: template_spec.metadata.as_ref().and_then(|m| m.labels.clone()),
+                labels: template_spec
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| m.labels.clone()),
                 annotations: Some(annotations),
                 owner_references: Some(vec![OwnerReference {
                     api_version: "v1".into(),
@@ -337,7 +347,8 @@ impl Snapshot {
         node_index: usize,
         claims: &[ObjectKey],
     ) -> Result<crate::dra::AllocateOutcome, crate::dra::AllocError> {
-        let claim_refs: Vec<&ResourceClaim> = claims.iter().filter_map(|k| self.claims.get(k)).collect();
+        let claim_refs: Vec<&ResourceClaim> =
+            claims.iter().filter_map(|k| self.claims.get(k)).collect();
         self.dra.allocate(
             &self.nodes[node_index],
             &claim_refs,
@@ -369,13 +380,17 @@ impl Snapshot {
         for (key, allocation) in claims.to_allocate.iter().zip(allocations) {
             self.allocated.add_allocation(&allocation, &self.gates);
             if let Some(claim) = self.claims.get_mut(key) {
-                let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
+                let status = claim
+                    .status
+                    .get_or_insert_with(ResourceClaimStatus::default);
                 status.allocation = Some(allocation);
             }
         }
         for key in claims.allocated.iter().chain(&claims.to_allocate) {
             if let Some(claim) = self.claims.get_mut(key) {
-                let status = claim.status.get_or_insert_with(ResourceClaimStatus::default);
+                let status = claim
+                    .status
+                    .get_or_insert_with(ResourceClaimStatus::default);
                 status
                     .reserved_for
                     .get_or_insert_with(Vec::new)
@@ -383,25 +398,4 @@ impl Snapshot {
             }
         }
     }
-}
-
-/// A pod waits for a node when it has none and has not finished.
-#[must_use]
-pub fn is_pending(pod: &Pod) -> bool {
-    let unbound = pod
-        .spec
-        .as_ref()
-        .is_some_and(|s| s.node_name.as_deref().is_none_or(str::is_empty));
-    let finished = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Succeeded" || p == "Failed");
-    unbound && !finished
-}
-
-/// `spec.priority`, 0 when unset (the admission plugin resolves classes).
-#[must_use]
-pub fn priority(pod: &Pod) -> i32 {
-    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }

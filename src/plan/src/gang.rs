@@ -1,0 +1,476 @@
+//! Groups pods into gangs: sets of pods that the scheduler places all together
+//! or not at all.
+//!
+//! Recognised links, newest upstream API first:
+//! - upstream Workload API 1.36+: `spec.schedulingGroup.podGroupName` → a
+//!   `scheduling.k8s.io` PodGroup (`schedulingPolicy.gang.minCount`,
+//!   `schedulingConstraints.topology`);
+//! - upstream Workload API 1.35: `spec.workloadRef{name, podGroup,
+//!   podGroupReplicaKey}` → a `scheduling.k8s.io/v1alpha1` Workload's
+//!   `podGroups[].policy.gang.minCount`;
+//! - scheduler-plugins coscheduling: label `scheduling.x-k8s.io/pod-group`
+//!   (or the pre-2023 `pod-group.scheduling.sigs.k8s.io`) → PodGroup `minMember`;
+//! - Volcano: annotation `scheduling.k8s.io/group-name` (or
+//!   `scheduling.volcano.sh/group-name`) → PodGroup `minMember`;
+//! - Kueue plain pods: label `kueue.x-k8s.io/pod-group-name` with annotation
+//!   `kueue.x-k8s.io/pod-group-total-count`.
+//!
+//! A pod in no group is a gang of one. A `basic` (non-gang) upstream policy
+//! makes every pod its own gang, as upstream does not gate them.
+
+use std::collections::BTreeMap;
+
+use dra_sim::objects::ExtraObject;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+
+/// Label of scheduler-plugins coscheduling.
+pub const COSCHEDULING_LABEL: &str = "scheduling.x-k8s.io/pod-group";
+/// The label scheduler-plugins used before its API group moved (early 2023).
+pub const COSCHEDULING_LEGACY_LABEL: &str = "pod-group.scheduling.sigs.k8s.io";
+/// Volcano's group annotation.
+pub const VOLCANO_ANNOTATION: &str = "scheduling.k8s.io/group-name";
+/// Volcano's alternative group annotation.
+pub const VOLCANO_ANNOTATION_ALT: &str = "scheduling.volcano.sh/group-name";
+/// Kueue's pod-group label.
+pub const KUEUE_GROUP_LABEL: &str = "kueue.x-k8s.io/pod-group-name";
+/// Kueue's pod-group size annotation.
+pub const KUEUE_TOTAL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-total-count";
+
+/// The API groups (and kinds) whose objects gang detection reads; callers ask
+/// the loader to keep these.
+pub const GANG_KINDS: &[(&str, &str)] = &[
+    ("scheduling.k8s.io", "Workload"),
+    ("scheduling.k8s.io", "PodGroup"),
+    ("scheduling.x-k8s.io", "PodGroup"),
+    ("scheduling.sigs.k8s.io", "PodGroup"),
+    ("scheduling.volcano.sh", "PodGroup"),
+];
+
+/// Which API a gang comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GangApi {
+    /// Not in any group.
+    Single,
+    /// `scheduling.k8s.io` PodGroup (Kubernetes 1.36+).
+    PodGroup,
+    /// `scheduling.k8s.io/v1alpha1` Workload pod group (Kubernetes 1.35).
+    Workload,
+    /// scheduler-plugins coscheduling.
+    Coscheduling,
+    /// Volcano.
+    Volcano,
+    /// Kueue plain-pod group.
+    Kueue,
+}
+
+/// A gang of pods.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gang {
+    /// Where the gang is defined.
+    pub api: GangApi,
+    /// `namespace/name` of the group (for a single pod, the pod; for a 1.35
+    /// Workload, `namespace/workload/podGroup[/replicaKey]`).
+    pub name: String,
+    /// How many members must run together.
+    pub min_count: usize,
+    /// Indices (into the pod list) of members waiting for a node, in
+    /// placement order.
+    pub pending: Vec<usize>,
+    /// Members already bound to a node; they count towards `min_count`.
+    pub bound: usize,
+    /// A topology key all members must share a value of, if any.
+    pub topology_key: Option<String>,
+    /// Why the scheduler would not try this gang yet, so no scale-up may be
+    /// triggered for it (under-populated, gated, group object missing).
+    pub blocked: Option<String>,
+    /// The highest priority among pending members.
+    pub priority: i32,
+}
+
+impl Gang {
+    /// How many pending members must land for the gang to reach `min_count`.
+    #[must_use]
+    pub fn needed(&self) -> usize {
+        self.min_count.saturating_sub(self.bound)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct GroupKey {
+    api: GangApi,
+    name: String,
+}
+
+/// Reads one group object's policy: (minCount, topology key), or why it is
+/// not usable.
+#[derive(Debug, Clone)]
+enum Policy {
+    Gang {
+        min: usize,
+        topology: Option<String>,
+    },
+    /// Upstream `basic`: members are scheduled one by one.
+    Basic,
+}
+
+fn key_of(obj: &ExtraObject) -> (String, String) {
+    let meta = obj.value.get("metadata");
+    let get = |k: &str| {
+        meta.and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let ns = get("namespace");
+    (
+        if ns.is_empty() { "default".into() } else { ns },
+        get("name"),
+    )
+}
+
+fn group_of(obj: &ExtraObject) -> &str {
+    obj.api_version.rsplit_once('/').map_or("", |(g, _)| g)
+}
+
+fn as_count(value: Option<&Value>) -> Option<usize> {
+    value
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+}
+
+/// The policy of an upstream `schedulingPolicy` (1.36+) or `policy` (1.35).
+fn upstream_policy(policy: Option<&Value>, topology: Option<String>) -> Policy {
+    match policy.and_then(|p| p.get("gang")) {
+        Some(gang) => Policy::Gang {
+            min: as_count(gang.get("minCount")).unwrap_or(1).max(1),
+            topology,
+        },
+        None => Policy::Basic,
+    }
+}
+
+fn topology_of(spec: Option<&Value>) -> Option<String> {
+    spec?
+        .pointer("/schedulingConstraints/topology/0/key")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+struct Groups {
+    policies: BTreeMap<GroupKey, Policy>,
+}
+
+impl Groups {
+    fn new(extra: &[ExtraObject]) -> Self {
+        let mut policies = BTreeMap::new();
+        for obj in extra {
+            let (ns, name) = key_of(obj);
+            let spec = obj.value.get("spec");
+            match (group_of(obj), obj.kind.as_str()) {
+                ("scheduling.k8s.io", "PodGroup") => {
+                    let policy = upstream_policy(
+                        spec.and_then(|s| s.get("schedulingPolicy")),
+                        topology_of(spec),
+                    );
+                    policies.insert(
+                        GroupKey {
+                            api: GangApi::PodGroup,
+                            name: format!("{ns}/{name}"),
+                        },
+                        policy,
+                    );
+                }
+                ("scheduling.k8s.io", "Workload") => {
+                    // 1.35 v1alpha1: spec.podGroups[]. (1.36+ Workloads carry
+                    // podGroupTemplates; their runtime PodGroups are separate
+                    // objects handled above.)
+                    for group in spec
+                        .and_then(|s| s.get("podGroups"))
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        let group_name = group
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        policies.insert(
+                            GroupKey {
+                                api: GangApi::Workload,
+                                name: format!("{ns}/{name}/{group_name}"),
+                            },
+                            upstream_policy(group.get("policy"), None),
+                        );
+                    }
+                }
+                ("scheduling.x-k8s.io" | "scheduling.sigs.k8s.io", "PodGroup") => {
+                    policies.insert(
+                        GroupKey {
+                            api: GangApi::Coscheduling,
+                            name: format!("{ns}/{name}"),
+                        },
+                        Policy::Gang {
+                            min: as_count(spec.and_then(|s| s.get("minMember")))
+                                .unwrap_or(1)
+                                .max(1),
+                            topology: None,
+                        },
+                    );
+                }
+                ("scheduling.volcano.sh", "PodGroup") => {
+                    policies.insert(
+                        GroupKey {
+                            api: GangApi::Volcano,
+                            name: format!("{ns}/{name}"),
+                        },
+                        Policy::Gang {
+                            min: as_count(spec.and_then(|s| s.get("minMember")))
+                                .unwrap_or(1)
+                                .max(1),
+                            topology: None,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        Groups { policies }
+    }
+}
+
+/// Which group a pod claims to be in, and (for Kueue) the size it declares.
+fn link_of(pod: &Pod, workload_ref: Option<&Value>) -> Option<(GroupKey, Option<usize>)> {
+    let ns = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let labels = pod.metadata.labels.as_ref();
+    let annotations = pod.metadata.annotations.as_ref();
+    let key = |api, name: &str| GroupKey {
+        api,
+        name: format!("{ns}/{name}"),
+    };
+    if let Some(group) = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_group.as_ref())
+        .and_then(|g| g.pod_group_name.as_deref())
+    {
+        return Some((key(GangApi::PodGroup, group), None));
+    }
+    if let Some(reference) = workload_ref {
+        let get = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
+        let mut name = format!("{}/{}", get("name"), get("podGroup"));
+        let replica = get("podGroupReplicaKey");
+        // The replica key separates gang instances of one pod group; the
+        // policy is the pod group's, looked up without it below.
+        if !replica.is_empty() {
+            name.push('#');
+            name.push_str(replica);
+        }
+        return Some((key(GangApi::Workload, &name), None));
+    }
+    if let Some(group) = labels.and_then(|l| {
+        l.get(COSCHEDULING_LABEL)
+            .or_else(|| l.get(COSCHEDULING_LEGACY_LABEL))
+    }) {
+        return Some((key(GangApi::Coscheduling, group), None));
+    }
+    if let Some(group) = annotations.and_then(|a| {
+        a.get(VOLCANO_ANNOTATION)
+            .or_else(|| a.get(VOLCANO_ANNOTATION_ALT))
+    }) {
+        return Some((key(GangApi::Volcano, group), None));
+    }
+    if let Some(group) = labels.and_then(|l| l.get(KUEUE_GROUP_LABEL)) {
+        let total = annotations
+            .and_then(|a| a.get(KUEUE_TOTAL_ANNOTATION))
+            .and_then(|t| t.parse::<usize>().ok());
+        return Some((key(GangApi::Kueue, group), total));
+    }
+    None
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|p| p == "Succeeded" || p == "Failed")
+}
+
+fn is_gated(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .is_some_and(|g| !g.is_empty())
+}
+
+fn is_bound(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
+}
+
+fn priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
+fn pod_name(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Groups `pods` into gangs. `pending_order` lists the pending pods (indices
+/// into `pods`) in placement order; gangs are returned in the order their first
+/// pending member appears there, and only gangs with pending members are
+/// returned. `workload_refs` carries 1.35 `spec.workloadRef` values by
+/// `(namespace, name)`.
+#[must_use]
+pub fn detect_gangs(
+    pods: &[Pod],
+    pending_order: &[usize],
+    extra: &[ExtraObject],
+    workload_refs: &BTreeMap<(String, String), Value>,
+) -> Vec<Gang> {
+    let groups = Groups::new(extra);
+    let workload_ref = |pod: &Pod| {
+        workload_refs.get(&(
+            pod.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            pod.metadata.name.clone().unwrap_or_default(),
+        ))
+    };
+
+    // Count every non-terminal member per group, and remember bound ones.
+    struct Members {
+        known: usize,
+        bound: usize,
+        gated: usize,
+        kueue_total: Option<usize>,
+    }
+    let mut members: BTreeMap<GroupKey, Members> = BTreeMap::new();
+    for pod in pods.iter().filter(|p| !is_terminal(p)) {
+        if let Some((key, total)) = link_of(pod, workload_ref(pod)) {
+            let entry = members.entry(key).or_insert(Members {
+                known: 0,
+                bound: 0,
+                gated: 0,
+                kueue_total: None,
+            });
+            entry.known += 1;
+            entry.bound += usize::from(is_bound(pod));
+            entry.gated += usize::from(is_gated(pod));
+            entry.kueue_total = entry.kueue_total.or(total);
+        }
+    }
+
+    let mut gangs: Vec<Gang> = Vec::new();
+    let mut index_of: BTreeMap<GroupKey, usize> = BTreeMap::new();
+    for &pod_index in pending_order {
+        let pod = &pods[pod_index];
+        let Some((key, _)) = link_of(pod, workload_ref(pod)) else {
+            gangs.push(single(pod, pod_index));
+            continue;
+        };
+        if let Some(&g) = index_of.get(&key) {
+            let gang = &mut gangs[g];
+            gang.pending.push(pod_index);
+            gang.priority = gang.priority.max(priority(pod));
+            continue;
+        }
+        let counts = &members[&key];
+        let policy_key = match key.api {
+            // The replica key is not part of the Workload's pod-group name.
+            GangApi::Workload => GroupKey {
+                api: key.api,
+                name: key.name.split('#').next().unwrap_or_default().to_string(),
+            },
+            _ => key.clone(),
+        };
+        let (min_count, topology_key, mut blocked) = match key.api {
+            GangApi::Kueue => match counts.kueue_total {
+                Some(total) => (total.max(1), None, None),
+                None => (
+                    1,
+                    None,
+                    Some(format!(
+                        "pod {} has label {KUEUE_GROUP_LABEL} but no valid {KUEUE_TOTAL_ANNOTATION} annotation",
+                        pod_name(pod)
+                    )),
+                ),
+            },
+            _ => match groups.policies.get(&policy_key) {
+                Some(Policy::Gang { min, topology }) => (*min, topology.clone(), None),
+                Some(Policy::Basic) => {
+                    gangs.push(single(pod, pod_index));
+                    continue;
+                }
+                None => (
+                    1,
+                    None,
+                    Some(format!(
+                        "{} {} not found",
+                        api_object(key.api),
+                        policy_key.name
+                    )),
+                ),
+            },
+        };
+        if blocked.is_none() && counts.gated > 0 {
+            blocked = Some(format!(
+                "{} of the gang's pods are scheduling-gated; the scheduler does not try gated pods",
+                counts.gated
+            ));
+        }
+        if blocked.is_none() && counts.known < min_count {
+            blocked = Some(format!(
+                "the gang has {} of its minimum {min_count} pods; the scheduler waits for the rest before trying it",
+                counts.known
+            ));
+        }
+        index_of.insert(key.clone(), gangs.len());
+        gangs.push(Gang {
+            api: key.api,
+            name: key.name.replace('#', "/"),
+            min_count,
+            pending: vec![pod_index],
+            bound: counts.bound,
+            topology_key,
+            blocked,
+            priority: priority(pod),
+        });
+    }
+    gangs
+}
+
+fn api_object(api: GangApi) -> &'static str {
+    match api {
+        GangApi::PodGroup => "PodGroup (scheduling.k8s.io)",
+        GangApi::Workload => "Workload pod group (scheduling.k8s.io/v1alpha1)",
+        GangApi::Coscheduling => "PodGroup (scheduling.x-k8s.io)",
+        GangApi::Volcano => "PodGroup (scheduling.volcano.sh)",
+        GangApi::Kueue | GangApi::Single => "group",
+    }
+}
+
+fn single(pod: &Pod, pod_index: usize) -> Gang {
+    Gang {
+        api: GangApi::Single,
+        name: pod_name(pod),
+        min_count: 1,
+        pending: vec![pod_index],
+        bound: 0,
+        topology_key: None,
+        blocked: is_gated(pod).then(|| "the pod is scheduling-gated".to_string()),
+        priority: priority(pod),
+    }
+}
