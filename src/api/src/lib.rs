@@ -1,0 +1,23 @@
+//! The `NodeGroup` custom resource (`dra-autoscaler.io/v1alpha1`, cluster-scoped, short name
+//! `ng`): what a pool of identical machines looks like (template Node plus the ResourceSlices
+//! its DRA drivers publish), how many of them may exist, what they cost and which reservation
+//! backs them.
+//!
+//! The crate is data only. The controller reads `NodeGroup` objects and writes their status;
+//! the planner simulates the template; cloud providers (the fake one among them) read the same
+//! spec shape from YAML. Nothing here does I/O, so the pure planner can depend on it.
+//!
+//! * [`nodegroup`]: the spec and status types.
+//! * [`validate`]: [`NodeGroupSpec::validate`] and its typed errors.
+//! * [`crdgen`]: the CustomResourceDefinition YAML, for `dra-autoscaler crd`.
+
+pub mod crdgen;
+pub mod nodegroup;
+pub mod validate;
+
+pub use crdgen::{CrdGenError, crd, crd_yaml};
+pub use nodegroup::{
+    CapacityType, LastScaleUp, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec, NodeGroupStatus,
+    NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UpcomingNode,
+};
+pub use validate::{InvalidNodeGroup, ValidationError};
