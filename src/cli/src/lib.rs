@@ -24,6 +24,9 @@ pub enum Command {
     /// directories, e.g. `kubectl get -A -o yaml` output) onto its nodes as
     /// kube-scheduler would, and explain every refusal.
     Simulate(SimulateArgs),
+    /// Print the NodeGroup CustomResourceDefinition (YAML), generated from the
+    /// Rust types: `dra-autoscaler crd | kubectl apply -f -`.
+    Crd,
 }
 
 impl Cli {
@@ -34,6 +37,11 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Simulate(args) => args.run(),
+            Command::Crd => {
+                let yaml = dra_api::crd_yaml()?;
+                print!("{yaml}");
+                Ok(())
+            }
         }
     }
 }

@@ -5,3 +5,9 @@
 //! never an action. No I/O, no clock, no threads.
 
 pub mod gang;
+pub mod groups;
+pub mod planner;
+pub mod report;
+
+pub use planner::{Expander, PlanOptions, plan};
+pub use report::PlanReport;

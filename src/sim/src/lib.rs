@@ -17,6 +17,7 @@ pub mod gates;
 pub mod loader;
 pub mod objects;
 pub mod pods;
+pub mod quantity;
 pub mod report;
 pub mod selectors;
 

@@ -9,14 +9,15 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::resource::v1::{
     AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
-    ResourceClaimTemplate,
+    ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::dra::{AllocatedState, DraCatalog, ShareIdGenerator};
+use crate::dra::{AllocError, AllocateOutcome, AllocatedState, DraCatalog, ShareIdGenerator};
 use crate::gates::FeatureGates;
 use crate::objects::ClusterObjects;
 pub use crate::pods::{is_pending, priority};
+use crate::selectors::node_selector_matches;
 
 /// `namespace/name` of a namespaced object.
 pub type ObjectKey = (String, String);
@@ -62,6 +63,36 @@ pub struct Snapshot {
     dra: DraCatalog,
     allocated: AllocatedState,
     share_ids: ShareIdGenerator,
+    undo: Vec<Undo>,
+}
+
+/// What one node says about one pod.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The pod fits; one allocation per claim that needed allocating.
+    Fits(Vec<AllocationResult>),
+    /// This node refuses the pod, for the reason given (upstream's words first).
+    Refused(String),
+    /// The scheduler would fail the pod outright (not try other nodes).
+    Fatal(String),
+}
+
+/// A point the snapshot can roll back to. Checkpoints nest: rolling back to
+/// an older one undoes everything after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a checkpoint does nothing unless rolled back to"]
+pub struct Checkpoint(usize);
+
+/// One change, with what is needed to undo it.
+#[derive(Debug)]
+enum Undo {
+    NodeAdded,
+    PodBound {
+        pod_index: usize,
+        previous_node: Option<String>,
+        claims: Vec<(ObjectKey, Option<ResourceClaimStatus>)>,
+        allocations: Vec<AllocationResult>,
+    },
 }
 
 impl Snapshot {
@@ -113,6 +144,129 @@ impl Snapshot {
             dra,
             allocated,
             share_ids: ShareIdGenerator::default(),
+            undo: Vec::new(),
+        }
+    }
+
+    /// Adds a node that does not exist yet (a node-group template node) with
+    /// the ResourceSlices its drivers would publish. Returns its index; node
+    /// indices of earlier nodes do not change.
+    pub fn add_node(&mut self, node: Node, slices: Vec<ResourceSlice>) -> usize {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        for slice in slices {
+            self.dra.add_slice(slice);
+        }
+        let index = self.nodes.len();
+        self.node_index.insert(name, index);
+        self.nodes.push(node);
+        self.undo.push(Undo::NodeAdded);
+        index
+    }
+
+    /// Marks the current state so that [`Snapshot::rollback`] can return to it.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint(self.undo.len())
+    }
+
+    /// Keeps everything since `checkpoint`. Committing the outermost checkpoint
+    /// drops the undo log, so long simulations do not accumulate it.
+    pub fn commit(&mut self, checkpoint: Checkpoint) {
+        if checkpoint.0 == 0 {
+            self.undo.clear();
+        }
+    }
+
+    /// Undoes every node added and pod bound since `checkpoint`.
+    pub fn rollback(&mut self, checkpoint: Checkpoint) {
+        while self.undo.len() > checkpoint.0 {
+            let Some(change) = self.undo.pop() else {
+                break;
+            };
+            match change {
+                Undo::NodeAdded => {
+                    if let Some(node) = self.nodes.pop() {
+                        let name = node.metadata.name.unwrap_or_default();
+                        self.dra.remove_slices_for_node(&name);
+                        self.node_index.remove(&name);
+                    }
+                }
+                Undo::PodBound {
+                    pod_index,
+                    previous_node,
+                    claims,
+                    allocations,
+                } => {
+                    if let Some(spec) = self.pods[pod_index].spec.as_mut() {
+                        spec.node_name = previous_node;
+                    }
+                    for allocation in &allocations {
+                        self.allocated.remove_allocation(allocation, &self.gates);
+                    }
+                    for (key, status) in claims {
+                        if let Some(claim) = self.claims.get_mut(&key) {
+                            claim.status = status;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The node a pod is bound to (in the snapshot or by this simulation).
+    #[must_use]
+    pub fn pod_node(&self, pod_index: usize) -> Option<usize> {
+        let name = self.pods[pod_index].spec.as_ref()?.node_name.as_deref()?;
+        self.node_index(name)
+    }
+
+    /// Would the scheduler put the pod on this node, and with which devices?
+    /// Runs the filters, checks the pod's allocated claims are usable here,
+    /// then allocates its other claims. Nothing is committed.
+    pub fn check(&mut self, pod_index: usize, node_index: usize, claims: &PodClaims) -> Verdict {
+        let node = &self.nodes[node_index];
+        let pod = &self.pods[pod_index];
+        if let Some(reason) = crate::pods::node_unschedulable(pod, node) {
+            return Verdict::Refused(reason);
+        }
+        for key in &claims.allocated {
+            let selector = self
+                .claims
+                .get(key)
+                .and_then(|c| c.status.as_ref())
+                .and_then(|s| s.allocation.as_ref())
+                .and_then(|a| a.node_selector.as_ref());
+            if let Some(selector) = selector {
+                match node_selector_matches(selector, node) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Verdict::Refused(format!(
+                            "resourceclaim not available on the node: {} is allocated for other nodes",
+                            key_string(key)
+                        ));
+                    }
+                    Err(e) => {
+                        return Verdict::Fatal(format!(
+                            "resourceclaim {}: allocation nodeSelector: {e}",
+                            key_string(key)
+                        ));
+                    }
+                }
+            }
+        }
+        if claims.to_allocate.is_empty() {
+            return Verdict::Fits(Vec::new());
+        }
+        match self.allocate(node_index, &claims.to_allocate) {
+            Ok(AllocateOutcome::Allocated(allocations)) => Verdict::Fits(allocations),
+            Ok(AllocateOutcome::Unschedulable { reasons }) => {
+                Verdict::Refused(if reasons.is_empty() {
+                    "cannot allocate all claims".to_string()
+                } else {
+                    reasons.join("; ")
+                })
+            }
+            Err(AllocError::FailedOnNode(message)) => Verdict::Refused(message),
+            Err(AllocError::Fatal(message)) => Verdict::Fatal(message),
         }
     }
 
@@ -367,10 +521,24 @@ impl Snapshot {
         allocations: Vec<AllocationResult>,
     ) {
         let node_name = self.nodes[node_index].metadata.name.clone();
+        let saved_claims: Vec<(ObjectKey, Option<ResourceClaimStatus>)> = claims
+            .allocated
+            .iter()
+            .chain(&claims.to_allocate)
+            .map(|k| (k.clone(), self.claims.get(k).and_then(|c| c.status.clone())))
+            .collect();
         let pod = &mut self.pods[pod_index];
-        if let Some(spec) = pod.spec.as_mut() {
-            spec.node_name = node_name;
-        }
+        let previous_node = pod
+            .spec
+            .as_mut()
+            .and_then(|spec| std::mem::replace(&mut spec.node_name, node_name));
+        self.undo.push(Undo::PodBound {
+            pod_index,
+            previous_node,
+            claims: saved_claims,
+            allocations: allocations.clone(),
+        });
+        let pod = &self.pods[pod_index];
         let consumer = ResourceClaimConsumerReference {
             api_group: None,
             resource: "pods".into(),

@@ -1,0 +1,235 @@
+//! Node groups as the planner sees them: the spec, how big the group is now,
+//! how much room it has left, and what one more node of it looks like.
+
+use std::collections::BTreeMap;
+
+use dra_api::{CapacityType, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec};
+use dra_sim::objects::ExtraObject;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus};
+use k8s_openapi::api::resource::v1::ResourceSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// A NodeGroup document that cannot be used, and why. The group is left out
+/// of planning; everything else goes on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupError {
+    /// The group's name (or `?` when it has none).
+    pub node_group: String,
+    /// Where it came from: file and document.
+    pub origin: String,
+    /// What was wrong, naming the field.
+    pub error: String,
+}
+
+/// A usable node group.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// `metadata.name`.
+    pub name: String,
+    /// The validated spec.
+    pub spec: NodeGroupSpec,
+    /// Nodes of the group in the snapshot (label `dra-autoscaler.io/node-group`).
+    pub current: usize,
+    /// Nodes requested but not registered yet (`status.upcomingSize`).
+    pub upcoming: usize,
+}
+
+impl Group {
+    /// Rank of the capacity type for tie-breaking: reserved first.
+    #[must_use]
+    pub fn capacity_rank(&self) -> u8 {
+        match self.spec.capacity_type {
+            CapacityType::Reserved => 0,
+            CapacityType::OnDemand => 1,
+            CapacityType::Spot => 2,
+        }
+    }
+}
+
+/// Reads the NodeGroups among `extra`, validating each; invalid ones become
+/// [`GroupError`]s. Groups are returned in name order.
+#[must_use]
+pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<GroupError>) {
+    let mut per_group: BTreeMap<&str, usize> = BTreeMap::new();
+    for node in nodes {
+        if let Some(group) = node
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(NODE_GROUP_LABEL))
+        {
+            *per_group.entry(group.as_str()).or_default() += 1;
+        }
+    }
+    let mut groups = Vec::new();
+    let mut errors = Vec::new();
+    for obj in extra
+        .iter()
+        .filter(|o| o.kind == "NodeGroup" && o.api_version.starts_with("dra-autoscaler.io/"))
+    {
+        let name = obj
+            .value
+            .pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        let error = |error: String| GroupError {
+            node_group: name.clone(),
+            origin: obj.origin.to_string(),
+            error,
+        };
+        let parsed: Result<NodeGroup, _> = serde_path_to_error::deserialize(obj.value.clone());
+        let group = match parsed {
+            Ok(group) => group,
+            Err(e) => {
+                errors.push(error(format!("field {}: {}", e.path(), e.inner())));
+                continue;
+            }
+        };
+        if let Err(e) = group.spec.validate() {
+            errors.push(error(e.to_string()));
+            continue;
+        }
+        let upcoming = group
+            .status
+            .as_ref()
+            .map_or(0, |s| usize::try_from(s.upcoming_size.max(0)).unwrap_or(0));
+        groups.push(Group {
+            current: per_group.get(name.as_str()).copied().unwrap_or(0),
+            upcoming,
+            name,
+            spec: group.spec,
+        });
+    }
+    groups.sort_by(|a, b| a.name.cmp(&b.name));
+    (groups, errors)
+}
+
+/// How many more nodes each group may get, or why none: `maxSize`, the
+/// reservation's remaining slots (shared by every group of that reservation)
+/// and its end time.
+#[must_use]
+pub fn room(
+    groups: &[Group],
+    now: Option<Timestamp>,
+    min_reservation_left: SignedDuration,
+) -> Vec<Result<usize, String>> {
+    let mut in_reservation: BTreeMap<&str, usize> = BTreeMap::new();
+    for group in groups {
+        if let Some(r) = &group.spec.reservation {
+            *in_reservation.entry(r.id.as_str()).or_default() += group.current + group.upcoming;
+        }
+    }
+    groups
+        .iter()
+        .map(|group| {
+            let size = group.current + group.upcoming;
+            let max = usize::try_from(group.spec.max_size.max(0)).unwrap_or(0);
+            if size >= max {
+                return Err(format!(
+                    "max size reached: {size} of {max} nodes ({} running, {} upcoming)",
+                    group.current, group.upcoming
+                ));
+            }
+            let mut room = max - size;
+            if let Some(r) = &group.spec.reservation {
+                let total = usize::try_from(r.total.max(0)).unwrap_or(0);
+                let used = in_reservation.get(r.id.as_str()).copied().unwrap_or(0);
+                if used >= total {
+                    return Err(format!(
+                        "reservation {} is used up: {used} of {total} instances in use",
+                        r.id
+                    ));
+                }
+                room = room.min(total - used);
+                if let (Some(now), Some(end)) = (now, r.end_time.as_ref()) {
+                    let horizon = now
+                        .checked_add(min_reservation_left)
+                        .unwrap_or(Timestamp::MAX);
+                    if end.0 <= horizon {
+                        return Err(format!(
+                            "reservation {} ends at {} (less than {} from now)",
+                            r.id,
+                            end.0,
+                            friendly(min_reservation_left)
+                        ));
+                    }
+                }
+            }
+            Ok(room)
+        })
+        .collect()
+}
+
+fn friendly(d: SignedDuration) -> String {
+    let secs = d.as_secs();
+    if secs % 3600 == 0 {
+        format!("{}h", secs / 3600)
+    } else if secs % 60 == 0 {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    }
+}
+
+/// One new node of `group` named `node_name`, and the slices its drivers
+/// would publish (`nodeName` and pool name set to the node, slice names made
+/// unique per node).
+#[must_use]
+pub fn template_node(group: &Group, node_name: &str) -> (Node, Vec<ResourceSlice>) {
+    let template = &group.spec.template;
+    let mut labels = template.labels.clone();
+    labels.insert(NODE_GROUP_LABEL.into(), group.name.clone());
+    labels
+        .entry("kubernetes.io/hostname".into())
+        .or_insert_with(|| node_name.to_string());
+    if let Some(domain) = &group.spec.topology_domain {
+        labels.insert(domain.key.clone(), domain.value.clone());
+    }
+    let node = Node {
+        metadata: ObjectMeta {
+            name: Some(node_name.to_string()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec {
+            taints: (!template.taints.is_empty()).then(|| template.taints.clone()),
+            ..Default::default()
+        }),
+        status: Some(NodeStatus {
+            capacity: Some(template.capacity.clone()),
+            allocatable: Some(template.effective_allocatable().clone()),
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    };
+    let slices = template
+        .slices_for_node(node_name)
+        .into_iter()
+        .enumerate()
+        .map(|(i, spec)| ResourceSlice {
+            metadata: ObjectMeta {
+                name: Some(format!("{node_name}-{}-{i}", spec.driver)),
+                ..Default::default()
+            },
+            spec,
+        })
+        .collect();
+    (node, slices)
+}
+
+/// The topology domain value a group's nodes have for `key`, if any: the
+/// group's `topologyDomain` when its key matches, else a template label.
+#[must_use]
+pub fn domain_of(group: &Group, key: &str) -> Option<String> {
+    match &group.spec.topology_domain {
+        Some(d) if d.key == key => Some(d.value.clone()),
+        _ => group.spec.template.labels.get(key).cloned(),
+    }
+}

@@ -1,0 +1,778 @@
+//! The scale-up planner: for each pending gang, in priority order, the
+//! cheapest set of new nodes — possibly from several groups — such that at
+//! least `minCount` members fit *simultaneously* under the full fit engine.
+//!
+//! Every gang is tried in a checkpoint of the snapshot and committed only when
+//! it lands whole, so a plan never contains part of a gang. Existing free
+//! capacity (including nodes already upcoming and nodes planned for earlier
+//! gangs) is used before anything new is bought.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dra_sim::FeatureGates;
+use dra_sim::objects::ClusterObjects;
+use dra_sim::report::{Outcome, PodReport};
+use dra_sim::simulate::report_allocations;
+use dra_sim::snapshot::{PodClaims, Snapshot, Verdict, key_string, object_key};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use crate::gang::{Gang, GangApi, detect_gangs};
+use crate::groups::{Group, domain_of, read_groups, room, template_node};
+use crate::report::{GangOutcome, PlanReport, PodGroupReport, ScaleUp};
+
+/// How to choose between groups that can all take a gang.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Expander {
+    /// Lowest summed `pricePerHour` of the new nodes (reserved capacity at its
+    /// own price, normally 0); ties go to fewer nodes, then capacity type
+    /// (reserved, on-demand, spot), then group name.
+    #[default]
+    LeastCost,
+    /// Highest `priority` first, then as least-cost.
+    Priority,
+    /// Least unused CPU and memory on the new nodes, then as least-cost.
+    LeastWaste,
+}
+
+impl std::str::FromStr for Expander {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "least-cost" => Ok(Self::LeastCost),
+            "priority" => Ok(Self::Priority),
+            "least-waste" => Ok(Self::LeastWaste),
+            other => Err(format!(
+                "unknown expander {other:?}: expected least-cost, priority or least-waste"
+            )),
+        }
+    }
+}
+
+/// Planner settings. `now` is an input, never read from a clock.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Group choice.
+    pub expander: Expander,
+    /// The current time, for reservation end times; `None` ignores them.
+    pub now: Option<Timestamp>,
+    /// A reservation ending sooner than this from `now` is not used.
+    pub min_reservation_left: SignedDuration,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        Self {
+            expander: Expander::default(),
+            now: None,
+            min_reservation_left: SignedDuration::from_hours(1),
+        }
+    }
+}
+
+/// One member's place in an attempt.
+#[derive(Debug, Clone)]
+struct Placement {
+    pod_index: usize,
+    node_index: usize,
+    /// The group of the node when it is new in this plan.
+    new_group: Option<usize>,
+    reported: Vec<dra_sim::report::ClaimAllocation>,
+}
+
+/// The result of trying one gang in one topology domain.
+#[derive(Debug, Clone, Default)]
+struct Attempt {
+    placements: Vec<Placement>,
+    /// New nodes per group index.
+    new_nodes: BTreeMap<usize, usize>,
+    cost: f64,
+    /// Why members could not be placed, per group or overall.
+    reasons: Vec<String>,
+    /// Members whose claims the scheduler would fail outright.
+    errors: BTreeMap<usize, String>,
+}
+
+impl Attempt {
+    fn node_count(&self) -> usize {
+        self.new_nodes.values().sum()
+    }
+}
+
+struct Planner<'a> {
+    snapshot: Snapshot,
+    groups: &'a [Group],
+    room: Vec<Result<usize, String>>,
+    used: Vec<usize>,
+    options: &'a PlanOptions,
+    /// Members' names, for reasons.
+    names: BTreeMap<usize, String>,
+}
+
+/// Plans scale-ups for every pending gang of `objects`.
+#[must_use]
+pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOptions) -> PlanReport {
+    let (groups, node_group_errors) = read_groups(&objects.extra, &objects.nodes);
+    add_missing_template_slices(&mut objects, &groups);
+    let extra = std::mem::take(&mut objects.extra);
+    let workload_refs = std::mem::take(&mut objects.pod_workload_refs);
+    let mut snapshot = Snapshot::new(objects, gates);
+
+    // Nodes already requested count as capacity, so the same pods never
+    // trigger a second scale-up while those nodes boot.
+    for group in &groups {
+        for i in 0..group.upcoming {
+            let (node, slices) = template_node(group, &format!("{}-upcoming-{i}", group.name));
+            snapshot.add_node(node, slices);
+        }
+    }
+    let base = snapshot.checkpoint();
+    snapshot.commit(base);
+
+    let pending = snapshot.pending_pods();
+    let mut gangs = detect_gangs(snapshot.pods(), &pending, &extra, &workload_refs);
+    gangs = split_satisfied_gangs(gangs);
+    // Stable: equal priorities keep placement order.
+    gangs.sort_by(|a, b| b.priority.cmp(&a.priority));
+
+    let names = pending
+        .iter()
+        .map(|&i| (i, key_string(&object_key(&snapshot.pods()[i].metadata))))
+        .collect();
+    let mut planner = Planner {
+        room: room(&groups, options.now, options.min_reservation_left),
+        used: vec![0; groups.len()],
+        snapshot,
+        groups: &groups,
+        options,
+        names,
+    };
+    let mut report = PlanReport {
+        node_group_errors,
+        ..PlanReport::default()
+    };
+    let mut scale_ups: BTreeMap<usize, (usize, BTreeSet<String>, usize)> = BTreeMap::new();
+    for gang in &gangs {
+        planner.plan_gang(gang, &mut report, &mut scale_ups);
+    }
+    report.scale_ups = scale_ups
+        .into_iter()
+        .map(|(g, (count, gangs, min_count))| {
+            let group = &groups[g];
+            ScaleUp {
+                node_group: group.name.clone(),
+                count,
+                pod_groups: gangs.into_iter().collect(),
+                capacity_type: group.spec.capacity_type.as_str().to_string(),
+                price_per_hour: group.spec.price_per_hour * count as f64,
+                min_count: min_count.max(1),
+            }
+        })
+        .collect();
+    report
+}
+
+/// Existing nodes of a group whose drivers have not published their slices
+/// yet get the template's slices, so they count as the capacity they will be.
+fn add_missing_template_slices(objects: &mut ClusterObjects, groups: &[Group]) {
+    let with_slices: BTreeSet<String> = objects
+        .resource_slices
+        .iter()
+        .filter_map(|s| s.spec.node_name.clone())
+        .collect();
+    let mut added = Vec::new();
+    for node in &objects.nodes {
+        let Some(name) = node.metadata.name.as_deref() else {
+            continue;
+        };
+        let Some(group_name) = node
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(dra_api::NODE_GROUP_LABEL))
+        else {
+            continue;
+        };
+        let Some(group) = groups.iter().find(|g| &g.name == group_name) else {
+            continue;
+        };
+        if group.spec.template.resource_slices.is_empty() || with_slices.contains(name) {
+            continue;
+        }
+        added.extend(template_node(group, name).1);
+    }
+    objects.resource_slices.extend(added);
+}
+
+/// A gang whose bound members already reach `minCount` needs nothing to start
+/// together: its pending members are scheduled one by one.
+fn split_satisfied_gangs(gangs: Vec<Gang>) -> Vec<Gang> {
+    let mut out = Vec::with_capacity(gangs.len());
+    for gang in gangs {
+        if gang.needed() == 0 && gang.blocked.is_none() && gang.api != GangApi::Single {
+            for &pod_index in &gang.pending {
+                out.push(Gang {
+                    api: GangApi::Single,
+                    name: gang.name.clone(),
+                    min_count: 1,
+                    pending: vec![pod_index],
+                    bound: 0,
+                    topology_key: None,
+                    blocked: None,
+                    priority: gang.priority,
+                });
+            }
+        } else {
+            out.push(gang);
+        }
+    }
+    out
+}
+
+fn api_name(api: GangApi) -> &'static str {
+    match api {
+        GangApi::Single => "single",
+        GangApi::PodGroup => "pod-group",
+        GangApi::Workload => "workload",
+        GangApi::Coscheduling => "coscheduling",
+        GangApi::Volcano => "volcano",
+        GangApi::Kueue => "kueue",
+    }
+}
+
+impl Planner<'_> {
+    fn name(&self, pod_index: usize) -> String {
+        self.names.get(&pod_index).cloned().unwrap_or_default()
+    }
+
+    fn plan_gang(
+        &mut self,
+        gang: &Gang,
+        report: &mut PlanReport,
+        scale_ups: &mut BTreeMap<usize, (usize, BTreeSet<String>, usize)>,
+    ) {
+        let members: Vec<String> = gang.pending.iter().map(|&i| self.name(i)).collect();
+        let mut gang_report = PodGroupReport {
+            pod_group: gang.name.clone(),
+            api: api_name(gang.api).to_string(),
+            outcome: GangOutcome::Waits,
+            min_count: gang.min_count,
+            members,
+            reasons: Vec::new(),
+        };
+        if let Some(reason) = &gang.blocked {
+            gang_report.reasons.push(reason.clone());
+            for &pod_index in &gang.pending {
+                report
+                    .pods
+                    .push(self.unschedulable(pod_index, vec![reason.clone()]));
+            }
+            report.pod_groups.push(gang_report);
+            return;
+        }
+
+        // Resolve claims once; a member whose claims cannot be resolved can
+        // never be placed.
+        let mut claims: BTreeMap<usize, PodClaims> = BTreeMap::new();
+        let mut claim_errors: BTreeMap<usize, String> = BTreeMap::new();
+        for &pod_index in &gang.pending {
+            match self.snapshot.resolve_claims(pod_index) {
+                Ok(c) => {
+                    claims.insert(pod_index, c);
+                }
+                Err(e) => {
+                    claim_errors.insert(pod_index, e);
+                }
+            }
+        }
+
+        let domains: Vec<Option<String>> = match &gang.topology_key {
+            Some(key) => self.domains(key).into_iter().map(Some).collect(),
+            None => vec![None],
+        };
+        let start = self.snapshot.checkpoint();
+        let mut best: Option<(Attempt, Option<String>)> = None;
+        let mut all_reasons = Vec::new();
+        for domain in &domains {
+            let attempt = self.attempt(gang, &claims, domain.as_deref());
+            self.snapshot.rollback(start);
+            let lands = attempt.placements.len() >= gang.needed();
+            if !lands {
+                let prefix = domain
+                    .as_ref()
+                    .zip(gang.topology_key.as_ref())
+                    .map(|(d, k)| format!("{k}={d}: "))
+                    .unwrap_or_default();
+                all_reasons.extend(attempt.reasons.iter().map(|r| format!("{prefix}{r}")));
+                if best.is_none() && domains.len() == 1 {
+                    best = Some((attempt, domain.clone()));
+                }
+                continue;
+            }
+            let better = match &best {
+                None => true,
+                Some((b, _)) if b.placements.len() < gang.needed() => true,
+                Some((b, _)) => (attempt.cost, attempt.node_count()) < (b.cost, b.node_count()),
+            };
+            if better {
+                best = Some((attempt, domain.clone()));
+            }
+        }
+        if domains.is_empty() {
+            all_reasons.push(format!(
+                "no node or node group has the topology label {}",
+                gang.topology_key.as_deref().unwrap_or_default()
+            ));
+        }
+
+        let landed = best
+            .as_ref()
+            .is_some_and(|(a, _)| a.placements.len() >= gang.needed());
+        if !landed {
+            gang_report.reasons = dedup(all_reasons);
+            if gang_report.reasons.is_empty() {
+                gang_report.reasons.push("no node fits the gang".into());
+            }
+            let errors = best.map(|(a, _)| a.errors).unwrap_or_default();
+            for &pod_index in &gang.pending {
+                if let Some(e) = claim_errors
+                    .get(&pod_index)
+                    .or_else(|| errors.get(&pod_index))
+                {
+                    report.pods.push(self.pod_report(
+                        pod_index,
+                        Outcome::Error,
+                        None,
+                        vec![e.clone()],
+                    ));
+                } else {
+                    report
+                        .pods
+                        .push(self.unschedulable(pod_index, gang_report.reasons.clone()));
+                }
+            }
+            report.pod_groups.push(gang_report);
+            return;
+        }
+
+        // Replay the chosen attempt for real (attempts are deterministic).
+        let (_, domain) = best.unwrap_or_default();
+        let attempt = self.attempt(gang, &claims, domain.as_deref());
+        self.snapshot.commit(start);
+        for (&g, &count) in &attempt.new_nodes {
+            self.used[g] += count;
+            let entry = scale_ups.entry(g).or_insert((0, BTreeSet::new(), 0));
+            entry.0 += count;
+            entry.1.insert(gang.name.clone());
+            // A gang only lands if all its new nodes start; single pods need
+            // no companions.
+            if gang.api != GangApi::Single {
+                entry.2 += count;
+            }
+        }
+        gang_report.outcome = GangOutcome::Lands;
+        let placed: BTreeMap<usize, &Placement> = attempt
+            .placements
+            .iter()
+            .map(|p| (p.pod_index, p))
+            .collect();
+        for &pod_index in &gang.pending {
+            match placed.get(&pod_index) {
+                Some(p) => {
+                    let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
+                    let mut r = self.pod_report(
+                        pod_index,
+                        if p.new_group.is_some() {
+                            Outcome::FitsNewNode
+                        } else {
+                            Outcome::Fits
+                        },
+                        node,
+                        Vec::new(),
+                    );
+                    r.node_group = p.new_group.map(|g| self.groups[g].name.clone());
+                    r.allocations = Some(p.reported.clone());
+                    report.pods.push(r);
+                }
+                None => {
+                    let reason = claim_errors.get(&pod_index).cloned().unwrap_or_else(|| {
+                        "the gang lands without this member; no node takes it".into()
+                    });
+                    report
+                        .pods
+                        .push(self.unschedulable(pod_index, vec![reason]));
+                }
+            }
+        }
+        report.pod_groups.push(gang_report);
+    }
+
+    fn pod_report(
+        &self,
+        pod_index: usize,
+        outcome: Outcome,
+        node: Option<String>,
+        reasons: Vec<String>,
+    ) -> PodReport {
+        PodReport {
+            pod: self.name(pod_index),
+            outcome,
+            node,
+            node_group: None,
+            allocations: None,
+            reasons,
+        }
+    }
+
+    fn unschedulable(&self, pod_index: usize, reasons: Vec<String>) -> PodReport {
+        self.pod_report(pod_index, Outcome::Unschedulable, None, reasons)
+    }
+
+    /// Every value of `key` among existing nodes and node groups, sorted.
+    fn domains(&self, key: &str) -> Vec<String> {
+        let mut values: BTreeSet<String> = self
+            .snapshot
+            .nodes()
+            .iter()
+            .filter_map(|n| n.metadata.labels.as_ref()?.get(key).cloned())
+            .collect();
+        values.extend(self.groups.iter().filter_map(|g| domain_of(g, key)));
+        values.into_iter().collect()
+    }
+
+    fn node_in_domain(&self, node_index: usize, key: Option<&str>, domain: Option<&str>) -> bool {
+        match (key, domain) {
+            (Some(key), Some(domain)) => self.snapshot.nodes()[node_index]
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(key))
+                .is_some_and(|v| v == domain),
+            _ => true,
+        }
+    }
+
+    /// Places as many members as possible: first on existing nodes in name
+    /// order, then on new nodes chosen by the expander. Leaves the snapshot
+    /// changed; the caller rolls back or commits.
+    fn attempt(
+        &mut self,
+        gang: &Gang,
+        claims: &BTreeMap<usize, PodClaims>,
+        domain: Option<&str>,
+    ) -> Attempt {
+        let key = gang.topology_key.as_deref();
+        let mut attempt = Attempt::default();
+        let mut unplaced: Vec<usize> = Vec::new();
+        let existing = self.snapshot.nodes().len();
+        for &pod_index in &gang.pending {
+            let Some(pod_claims) = claims.get(&pod_index) else {
+                continue;
+            };
+            let mut placed = false;
+            for node_index in 0..existing {
+                if !self.node_in_domain(node_index, key, domain) {
+                    continue;
+                }
+                match self.snapshot.check(pod_index, node_index, pod_claims) {
+                    Verdict::Fits(allocations) => {
+                        self.place(
+                            &mut attempt,
+                            pod_index,
+                            node_index,
+                            None,
+                            pod_claims,
+                            allocations,
+                        );
+                        placed = true;
+                        break;
+                    }
+                    Verdict::Refused(_) => {}
+                    Verdict::Fatal(e) => {
+                        attempt.errors.insert(pod_index, e);
+                        break;
+                    }
+                }
+            }
+            if !placed && !attempt.errors.contains_key(&pod_index) {
+                unplaced.push(pod_index);
+            }
+        }
+        if unplaced.is_empty() {
+            return attempt;
+        }
+
+        // New nodes: pick the best group for the members still waiting, fill
+        // nodes of it while it keeps yielding as well, and re-rank when not.
+        let mut rejected: BTreeMap<usize, String> = BTreeMap::new();
+        while !unplaced.is_empty() {
+            let Some(choice) =
+                self.best_group(&unplaced, claims, key, domain, &attempt, &mut rejected)
+            else {
+                break;
+            };
+            let group = choice.group;
+            loop {
+                let node_index = self.add_new_node(group, &mut attempt);
+                let before = unplaced.len();
+                unplaced = self.fill_node(node_index, group, unplaced, claims, &mut attempt);
+                let yielded = before - unplaced.len();
+                if yielded == 0 {
+                    // Cannot happen for the probed group; stay safe.
+                    break;
+                }
+                if unplaced.is_empty()
+                    || yielded < choice.yield_per_node
+                    || self.room_left(group, &attempt) == 0
+                {
+                    break;
+                }
+            }
+        }
+        if !unplaced.is_empty() {
+            let placed = attempt.placements.len();
+            attempt.reasons.push(format!(
+                "{placed} of {} pending members can be placed, {} needed",
+                gang.pending.len(),
+                gang.needed()
+            ));
+            attempt.reasons.extend(
+                rejected
+                    .into_iter()
+                    .map(|(g, r)| format!("node group {}: {r}", self.groups[g].name)),
+            );
+        }
+        attempt
+    }
+
+    fn room_left(&self, group: usize, attempt: &Attempt) -> usize {
+        match &self.room[group] {
+            Ok(room) => room
+                .saturating_sub(self.used[group])
+                .saturating_sub(attempt.new_nodes.get(&group).copied().unwrap_or(0)),
+            Err(_) => 0,
+        }
+    }
+
+    fn add_new_node(&mut self, group: usize, attempt: &mut Attempt) -> usize {
+        let g = &self.groups[group];
+        let ordinal = self.used[group] + attempt.new_nodes.get(&group).copied().unwrap_or(0);
+        let (node, slices) = template_node(g, &format!("{}-new-{ordinal}", g.name));
+        *attempt.new_nodes.entry(group).or_default() += 1;
+        attempt.cost += g.spec.price_per_hour;
+        self.snapshot.add_node(node, slices)
+    }
+
+    /// Places waiting members on `node_index` (first fit, in order); returns
+    /// those still waiting.
+    fn fill_node(
+        &mut self,
+        node_index: usize,
+        group: usize,
+        waiting: Vec<usize>,
+        claims: &BTreeMap<usize, PodClaims>,
+        attempt: &mut Attempt,
+    ) -> Vec<usize> {
+        let mut still = Vec::new();
+        for pod_index in waiting {
+            let Some(pod_claims) = claims.get(&pod_index) else {
+                continue;
+            };
+            match self.snapshot.check(pod_index, node_index, pod_claims) {
+                Verdict::Fits(allocations) => {
+                    self.place(
+                        attempt,
+                        pod_index,
+                        node_index,
+                        Some(group),
+                        pod_claims,
+                        allocations,
+                    );
+                }
+                Verdict::Refused(_) => still.push(pod_index),
+                Verdict::Fatal(e) => {
+                    attempt.errors.insert(pod_index, e);
+                }
+            }
+        }
+        still
+    }
+
+    fn place(
+        &mut self,
+        attempt: &mut Attempt,
+        pod_index: usize,
+        node_index: usize,
+        new_group: Option<usize>,
+        claims: &PodClaims,
+        allocations: Vec<k8s_openapi::api::resource::v1::AllocationResult>,
+    ) {
+        let reported = report_allocations(claims, &allocations);
+        self.snapshot
+            .bind(pod_index, node_index, claims, allocations);
+        attempt.placements.push(Placement {
+            pod_index,
+            node_index,
+            new_group,
+            reported,
+        });
+    }
+
+    /// Probes one new node of every group with room (in the domain) and
+    /// ranks them by the expander. Records why each group was rejected.
+    fn best_group(
+        &mut self,
+        waiting: &[usize],
+        claims: &BTreeMap<usize, PodClaims>,
+        key: Option<&str>,
+        domain: Option<&str>,
+        attempt: &Attempt,
+        rejected: &mut BTreeMap<usize, String>,
+    ) -> Option<Choice> {
+        let mut best: Option<Choice> = None;
+        for group in 0..self.groups.len() {
+            if let (Some(key), Some(domain)) = (key, domain) {
+                if domain_of(&self.groups[group], key).as_deref() != Some(domain) {
+                    continue;
+                }
+            }
+            if let Err(reason) = &self.room[group] {
+                rejected.insert(group, reason.clone());
+                continue;
+            }
+            if self.room_left(group, attempt) == 0 {
+                let planned =
+                    self.used[group] + attempt.new_nodes.get(&group).copied().unwrap_or(0);
+                rejected.insert(
+                    group,
+                    format!("no room left: {planned} new node(s) already planned reach its limit"),
+                );
+                continue;
+            }
+            let probe = self.snapshot.checkpoint();
+            let mut scratch = Attempt::default();
+            let g = &self.groups[group];
+            let (node, slices) = template_node(g, &format!("{}-probe", g.name));
+            let node_index = self.snapshot.add_node(node, slices);
+            let mut yielded = 0usize;
+            let mut requested = (0i64, 0i64);
+            let mut first_refusal = None;
+            for &pod_index in waiting {
+                let Some(pod_claims) = claims.get(&pod_index) else {
+                    continue;
+                };
+                match self.snapshot.check(pod_index, node_index, pod_claims) {
+                    Verdict::Fits(allocations) => {
+                        let pod = &self.snapshot.pods()[pod_index];
+                        let (cpu, mem) = pod_cpu_memory(pod);
+                        requested = (requested.0 + cpu, requested.1 + mem);
+                        self.place(
+                            &mut scratch,
+                            pod_index,
+                            node_index,
+                            Some(group),
+                            pod_claims,
+                            allocations,
+                        );
+                        yielded += 1;
+                    }
+                    Verdict::Refused(reason) | Verdict::Fatal(reason) => {
+                        if first_refusal.is_none() {
+                            first_refusal = Some(format!("pod {}: {reason}", self.name(pod_index)));
+                        }
+                    }
+                }
+            }
+            self.snapshot.rollback(probe);
+            if yielded == 0 {
+                rejected.insert(
+                    group,
+                    first_refusal.unwrap_or_else(|| "no waiting member fits a new node".into()),
+                );
+                continue;
+            }
+            rejected.remove(&group);
+            let candidate = Choice {
+                group,
+                yield_per_node: yielded,
+                waste: waste(g, requested),
+            };
+            if best.as_ref().is_none_or(|b| self.better(&candidate, b)) {
+                best = Some(candidate);
+            }
+        }
+        best
+    }
+
+    /// Is `a` a better next group than `b` under the expander?
+    fn better(&self, a: &Choice, b: &Choice) -> bool {
+        let (ga, gb) = (&self.groups[a.group], &self.groups[b.group]);
+        // Cost per member placed: the least-cost objective, node by node.
+        let per_member = |g: &Group, c: &Choice| g.spec.price_per_hour / c.yield_per_node as f64;
+        let least_cost = per_member(ga, a)
+            .total_cmp(&per_member(gb, b))
+            .then_with(|| b.yield_per_node.cmp(&a.yield_per_node))
+            .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
+            .then_with(|| ga.name.cmp(&gb.name));
+        let order = match self.options.expander {
+            Expander::LeastCost => least_cost,
+            Expander::Priority => gb.spec.priority.cmp(&ga.spec.priority).then(least_cost),
+            Expander::LeastWaste => a.waste.total_cmp(&b.waste).then(least_cost),
+        };
+        order.is_lt()
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Choice {
+    group: usize,
+    yield_per_node: usize,
+    waste: f64,
+}
+
+/// Fraction of a new node's CPU and memory left unused by what was placed.
+fn waste(group: &Group, requested: (i64, i64)) -> f64 {
+    let allocatable = group.spec.template.effective_allocatable();
+    let cpu = allocatable
+        .get("cpu")
+        .map_or(0, |q| dra_sim::quantity::milli_value(&q.0).unwrap_or(0));
+    let mem = allocatable
+        .get("memory")
+        .map_or(0, |q| dra_sim::quantity::value(&q.0).unwrap_or(0));
+    let frac = |used: i64, total: i64| {
+        if total > 0 {
+            1.0 - (used as f64 / total as f64).min(1.0)
+        } else {
+            0.0
+        }
+    };
+    (frac(requested.0, cpu) + frac(requested.1, mem)) / 2.0
+}
+
+/// Summed CPU (milli) and memory (bytes) requests of a pod's containers.
+fn pod_cpu_memory(pod: &Pod) -> (i64, i64) {
+    let mut cpu = 0;
+    let mut mem = 0;
+    for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
+        if let Some(requests) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+            cpu += requests
+                .get("cpu")
+                .and_then(|q| dra_sim::quantity::milli_value(&q.0).ok())
+                .unwrap_or(0);
+            mem += requests
+                .get("memory")
+                .and_then(|q| dra_sim::quantity::value(&q.0).ok())
+                .unwrap_or(0);
+        }
+    }
+    (cpu, mem)
+}
+
+fn dedup(reasons: Vec<String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    reasons
+        .into_iter()
+        .filter(|r| seen.insert(r.clone()))
+        .collect()
+}

@@ -1,0 +1,126 @@
+//! The plan as `simulate` prints it when NodeGroups are in the input. It
+//! extends the simulation report with `scaleUps`, `podGroups` and
+//! `nodeGroupErrors`; keys are a contract: add, never rename.
+
+use dra_sim::report::PodReport;
+use serde::{Deserialize, Serialize};
+
+use crate::groups::GroupError;
+
+/// New nodes for one group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleUp {
+    /// The NodeGroup's name.
+    pub node_group: String,
+    /// How many nodes to add.
+    pub count: usize,
+    /// The pod groups (gangs) these nodes are for.
+    pub pod_groups: Vec<String>,
+    /// `reserved`, `on-demand` or `spot`.
+    pub capacity_type: String,
+    /// Marginal cost of the new nodes per hour (count × the group's price).
+    pub price_per_hour: f64,
+    /// The smallest number of nodes that must start together for every gang
+    /// served to land: an atomic increase asks the provider for at least this
+    /// many or none.
+    pub min_count: usize,
+}
+
+/// Whether a gang lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GangOutcome {
+    /// Enough members fit (on existing or new nodes) for the gang to start.
+    #[serde(rename = "lands")]
+    Lands,
+    /// It cannot start whole; no node is planned for it.
+    #[serde(rename = "waits")]
+    Waits,
+}
+
+/// The decision for one gang.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodGroupReport {
+    /// `namespace/name` of the group (a single pod's name for a gang of one).
+    pub pod_group: String,
+    /// Which API defines the group (`pod-group`, `workload`, `coscheduling`, `volcano`, `kueue`, `single`).
+    pub api: String,
+    /// Lands or waits.
+    pub outcome: GangOutcome,
+    /// Members that must run together, counting bound ones.
+    pub min_count: usize,
+    /// The pending members, `namespace/name`.
+    pub members: Vec<String>,
+    /// Why it waits: per node group, what ruled it out.
+    pub reasons: Vec<String>,
+}
+
+/// The whole plan.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanReport {
+    /// Every pending pod, in placement order.
+    pub pods: Vec<PodReport>,
+    /// New nodes per group, in group name order.
+    pub scale_ups: Vec<ScaleUp>,
+    /// Every pending gang, in planning order.
+    pub pod_groups: Vec<PodGroupReport>,
+    /// NodeGroups that were not usable, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub node_group_errors: Vec<GroupError>,
+}
+
+impl PlanReport {
+    /// A readable summary: scale-ups, then gangs, then the pod table.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(out, "SCALE-UPS");
+        if self.scale_ups.is_empty() {
+            let _ = writeln!(out, "  none");
+        }
+        for s in &self.scale_ups {
+            let _ = writeln!(
+                out,
+                "  {} +{} ({}, {:.2}/h) for {}",
+                s.node_group,
+                s.count,
+                s.capacity_type,
+                s.price_per_hour,
+                s.pod_groups.join(", ")
+            );
+        }
+        let _ = writeln!(out, "POD GROUPS");
+        for g in &self.pod_groups {
+            let outcome = match g.outcome {
+                GangOutcome::Lands => "lands",
+                GangOutcome::Waits => "waits",
+            };
+            let _ = writeln!(
+                out,
+                "  {} ({}, min {}, {} pending): {outcome}",
+                g.pod_group,
+                g.api,
+                g.min_count,
+                g.members.len()
+            );
+            for r in &g.reasons {
+                let _ = writeln!(out, "    - {r}");
+            }
+        }
+        for e in &self.node_group_errors {
+            let _ = writeln!(
+                out,
+                "INVALID NODEGROUP {} ({}): {}",
+                e.node_group, e.origin, e.error
+            );
+        }
+        let pods = dra_sim::report::Report {
+            pods: self.pods.clone(),
+        };
+        out.push_str(&pods.to_text());
+        out
+    }
+}
