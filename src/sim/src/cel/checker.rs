@@ -1,0 +1,577 @@
+//! Compile-time checks and rewrites that cel-rust lacks.
+//!
+//! cel-go type-checks a selector against the declared `device` type before it
+//! runs; cel-rust only parses. Without this pass an unknown variable, an
+//! unknown function, `device.nosuchfield` or a non-bool expression would only
+//! fail when evaluated — or, worse, evaluate: cel-rust's field selection on a
+//! non-map quietly yields `false`. The pass infers just enough static type to
+//! reject what upstream's checker rejects, and rewrites the tree so the
+//! interpreter gives upstream's answers:
+//!
+//! - `device.<field>` becomes a hidden per-device variable (no map clone per
+//!   evaluation), `device.attributes["<domain>"]` likewise, and lookups that
+//!   cannot be resolved statically become `k in m ? m[k] : {}` — upstream
+//!   returns an empty map for an unknown domain;
+//! - field selection or `has()` on a value of unknown type goes through
+//!   helpers that fail on non-maps; `x.?f` gets cel-spec semantics;
+//! - `cel.bind(v, init, body)` becomes the comprehension cel-go expands it to;
+//! - comprehension steps, `cel.bind` values and `+` are charged against the
+//!   cost budget (see [`super::library`]).
+
+use kube_cel::cel::common::ast::{
+    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr, SelectExpr, operators,
+};
+use kube_cel::cel::common::types::{CelBool, CelString};
+
+use super::library::{
+    ATTR_DOMAIN_PREFIX, CAP_DOMAIN_PREFIX, DECLARED, FIELD_PREFIX, INCLUDES, Returns, hidden,
+};
+
+/// Deepest expression tree accepted. cel-go's parser stops at 250 nested
+/// rules; the interpreter recurses once per level, so the bound also keeps
+/// evaluation well inside a thread's stack.
+pub(crate) const MAX_DEPTH: usize = 200;
+
+/// What the environment declares beyond the common library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Declarations {
+    /// `device.allowMultipleAllocations` exists.
+    pub(crate) allow_multiple_allocations: bool,
+    /// `includes()` exists.
+    pub(crate) includes: bool,
+}
+
+/// The static types the checker distinguishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ty {
+    /// The `device` object; `global` when it is the variable itself.
+    Device { global: bool },
+    /// `device.attributes`; `canonical` when it is the hidden variable itself.
+    AttrOuter { canonical: bool },
+    /// `device.capacity`; `canonical` as above.
+    CapOuter { canonical: bool },
+    /// One attribute domain: id → attribute value.
+    AttrInner,
+    /// One capacity domain: id → quantity.
+    CapInner,
+    Bool,
+    Int,
+    UInt,
+    Double,
+    String,
+    Bytes,
+    Null,
+    List,
+    Map,
+    Quantity,
+    Semver,
+    Optional,
+    Dyn,
+}
+
+impl Ty {
+    /// cel-go's spelling, for error messages.
+    fn name(self) -> &'static str {
+        match self {
+            Ty::Device { .. } => "kubernetes.DRADevice",
+            Ty::AttrOuter { .. } => "map(string, map(string, dyn))",
+            Ty::CapOuter { .. } => "map(string, map(string, kubernetes.Quantity))",
+            Ty::AttrInner => "map(string, dyn)",
+            Ty::CapInner => "map(string, kubernetes.Quantity)",
+            Ty::Bool => "bool",
+            Ty::Int => "int",
+            Ty::UInt => "uint",
+            Ty::Double => "double",
+            Ty::String => "string",
+            Ty::Bytes => "bytes",
+            Ty::Null => "null_type",
+            Ty::List => "list(dyn)",
+            Ty::Map => "map(dyn, dyn)",
+            Ty::Quantity => "kubernetes.Quantity",
+            Ty::Semver => "kubernetes.Semver",
+            Ty::Optional => "optional_type(dyn)",
+            Ty::Dyn => "dyn",
+        }
+    }
+
+    /// The same type once the value has been copied out of its hidden variable.
+    fn decanonical(self) -> Self {
+        match self {
+            Ty::Device { .. } => Ty::Device { global: false },
+            Ty::AttrOuter { .. } => Ty::AttrOuter { canonical: false },
+            Ty::CapOuter { .. } => Ty::CapOuter { canonical: false },
+            other => other,
+        }
+    }
+
+    /// Types that never support field selection or indexing.
+    fn is_scalar(self) -> bool {
+        matches!(
+            self,
+            Ty::Bool | Ty::Int | Ty::UInt | Ty::Double | Ty::String | Ty::Bytes | Ty::Null | Ty::Quantity | Ty::Semver
+        )
+    }
+
+    fn from_returns(r: Returns) -> Self {
+        match r {
+            Returns::Bool => Ty::Bool,
+            Returns::Int => Ty::Int,
+            Returns::Double => Ty::Double,
+            Returns::String => Ty::String,
+            Returns::List => Ty::List,
+            Returns::Quantity => Ty::Quantity,
+            Returns::Semver => Ty::Semver,
+            Returns::Optional => Ty::Optional,
+            Returns::Dyn => Ty::Dyn,
+        }
+    }
+}
+
+/// Checks and rewrites `expr` in place; the error is the complete compile message.
+pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<(), String> {
+    let mut checker = Checker {
+        decls,
+        scope: Vec::new(),
+    };
+    let ty = checker
+        .visit(expr, 0)
+        .map_err(|m| format!("compilation failed: {m}"))?;
+    // Upstream reports this one without the "compilation failed" prefix.
+    match ty {
+        Ty::Bool | Ty::Dyn => Ok(()),
+        other => Err(format!(
+            "must evaluate to bool or the unknown type, not {}",
+            other.name()
+        )),
+    }
+}
+
+struct Checker {
+    decls: Declarations,
+    scope: Vec<(String, Ty)>,
+}
+
+fn node(expr: Expr) -> IdedExpr {
+    IdedExpr { id: 0, expr }
+}
+
+fn ident(name: impl Into<String>) -> IdedExpr {
+    node(Expr::Ident(name.into()))
+}
+
+fn string_lit(s: &str) -> IdedExpr {
+    node(Expr::Literal(LiteralValue::String(CelString::from(s))))
+}
+
+fn call(func: &str, target: Option<IdedExpr>, args: Vec<IdedExpr>) -> IdedExpr {
+    node(Expr::Call(CallExpr {
+        func_name: func.to_string(),
+        target: target.map(Box::new),
+        args,
+    }))
+}
+
+/// `key in map ? map[key] : {}`: upstream's empty map for an unknown domain.
+fn domain_lookup(map: IdedExpr, key: IdedExpr) -> IdedExpr {
+    call(
+        operators::CONDITIONAL,
+        None,
+        vec![
+            call(operators::IN, None, vec![key.clone(), map.clone()]),
+            call(operators::INDEX, None, vec![map, key]),
+            node(Expr::Map(MapExpr { entries: Vec::new() })),
+        ],
+    )
+}
+
+fn string_literal(e: &IdedExpr) -> Option<&str> {
+    match &e.expr {
+        Expr::Literal(LiteralValue::String(s)) => Some(s.inner()),
+        _ => None,
+    }
+}
+
+fn no_field_selection(ty: Ty) -> String {
+    format!("type '{}' does not support field selection", ty.name())
+}
+
+impl Checker {
+    fn lookup(&self, name: &str) -> Option<Ty> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+    }
+
+    fn device_field(&self, field: &str) -> Result<Ty, String> {
+        match field {
+            "driver" => Ok(Ty::String),
+            "attributes" => Ok(Ty::AttrOuter { canonical: true }),
+            "capacity" => Ok(Ty::CapOuter { canonical: true }),
+            "allowMultipleAllocations" if self.decls.allow_multiple_allocations => Ok(Ty::Bool),
+            _ => Err(format!("undefined field '{field}'")),
+        }
+    }
+
+    fn visit(&mut self, e: &mut IdedExpr, depth: usize) -> Result<Ty, String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("expression is nested more than {MAX_DEPTH} levels deep"));
+        }
+        let depth = depth + 1;
+        match &mut e.expr {
+            Expr::Literal(lit) => Ok(match lit {
+                LiteralValue::Boolean(_) => Ty::Bool,
+                LiteralValue::Bytes(_) => Ty::Bytes,
+                LiteralValue::Double(_) => Ty::Double,
+                LiteralValue::Int(_) => Ty::Int,
+                LiteralValue::Null => Ty::Null,
+                LiteralValue::String(_) => Ty::String,
+                LiteralValue::UInt(_) => Ty::UInt,
+            }),
+            Expr::Ident(name) => match self.lookup(name) {
+                Some(ty) => Ok(ty),
+                None if name == "device" => Ok(Ty::Device { global: true }),
+                None => Err(format!("undeclared reference to '{name}'")),
+            },
+            Expr::Select(select) => {
+                let (replacement, ty) = self.visit_select(select, depth)?;
+                if let Some(r) = replacement {
+                    *e = r;
+                }
+                Ok(ty)
+            }
+            Expr::Call(c) => {
+                let (replacement, ty) = self.visit_call(c, depth)?;
+                if let Some(r) = replacement {
+                    *e = r;
+                }
+                Ok(ty)
+            }
+            Expr::Comprehension(comp) => self.visit_comprehension(comp, depth),
+            Expr::List(list) => {
+                for el in &mut list.elements {
+                    self.visit(el, depth)?;
+                }
+                Ok(Ty::List)
+            }
+            Expr::Map(map) => {
+                for entry in &mut map.entries {
+                    match &mut entry.expr {
+                        EntryExpr::MapEntry(me) => {
+                            self.visit(&mut me.key, depth)?;
+                            self.visit(&mut me.value, depth)?;
+                        }
+                        EntryExpr::StructField(f) => {
+                            return Err(format!("unexpected field {:?} in a map literal", f.field));
+                        }
+                    }
+                }
+                Ok(Ty::Map)
+            }
+            Expr::Struct(s) => Err(format!("undeclared reference to '{}'", s.type_name)),
+            Expr::Unspecified => Err("unsupported expression".to_string()),
+        }
+    }
+
+    /// Returns the replacement node (if any) and the static type.
+    fn visit_select(&mut self, select: &mut SelectExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+        let operand_ty = self.visit(&mut select.operand, depth)?;
+        let field = select.field.clone();
+        if select.test {
+            let replacement = match operand_ty {
+                Ty::Device { .. } => {
+                    self.device_field(&field)?;
+                    None
+                }
+                Ty::AttrOuter { .. } | Ty::CapOuter { .. } | Ty::AttrInner | Ty::CapInner | Ty::Map => None,
+                Ty::Dyn | Ty::Optional => Some(call(
+                    hidden::HAS,
+                    None,
+                    vec![std::mem::take(&mut *select.operand), string_lit(&field)],
+                )),
+                other => return Err(no_field_selection(other)),
+            };
+            return Ok((replacement, Ty::Bool));
+        }
+        match operand_ty {
+            Ty::Device { global } => {
+                let ty = self.device_field(&field)?;
+                if global {
+                    Ok((Some(ident(format!("{FIELD_PREFIX}{field}"))), ty))
+                } else {
+                    Ok((None, ty.decanonical()))
+                }
+            }
+            Ty::AttrOuter { canonical } => {
+                let operand = std::mem::take(&mut *select.operand);
+                Ok((Some(Self::domain(canonical, ATTR_DOMAIN_PREFIX, operand, string_lit(&field))), Ty::AttrInner))
+            }
+            Ty::CapOuter { canonical } => {
+                let operand = std::mem::take(&mut *select.operand);
+                Ok((Some(Self::domain(canonical, CAP_DOMAIN_PREFIX, operand, string_lit(&field))), Ty::CapInner))
+            }
+            Ty::AttrInner | Ty::Map => Ok((None, Ty::Dyn)),
+            Ty::CapInner => Ok((None, Ty::Quantity)),
+            Ty::Dyn | Ty::Optional => Ok((
+                Some(call(
+                    hidden::SELECT,
+                    None,
+                    vec![std::mem::take(&mut *select.operand), string_lit(&field)],
+                )),
+                Ty::Dyn,
+            )),
+            other => Err(no_field_selection(other)),
+        }
+    }
+
+    /// One domain of `device.attributes` or `device.capacity`: the hidden
+    /// per-domain variable when the domain is a literal on the canonical map,
+    /// a defaulting lookup otherwise.
+    fn domain(canonical: bool, prefix: &str, map: IdedExpr, key: IdedExpr) -> IdedExpr {
+        match string_literal(&key) {
+            Some(domain) if canonical => ident(format!("{prefix}{domain}")),
+            _ => domain_lookup(map, key),
+        }
+    }
+
+    fn visit_call(&mut self, c: &mut CallExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+        let func = c.func_name.clone();
+        match func.as_str() {
+            operators::INDEX | operators::OPT_INDEX => return self.visit_index(c, depth),
+            operators::OPT_SELECT => return self.visit_opt_select(c, depth),
+            _ => {}
+        }
+        if c.target.is_none() {
+            if let Some(ty) = self.visit_operator(c, depth)? {
+                return Ok(ty);
+            }
+        }
+        if let Some(target) = c.target.as_deref() {
+            if let Expr::Ident(prefix) = &target.expr {
+                if self.lookup(prefix).is_none() {
+                    if prefix == "cel" && func == "bind" {
+                        return self.visit_bind(c, depth);
+                    }
+                    let qualified = format!("{prefix}.{func}");
+                    if let Some(decl) = DECLARED.get(qualified.as_str()) {
+                        if !decl.global.contains(&c.args.len()) {
+                            return Err(no_overload(&qualified, c.args.len()));
+                        }
+                        for arg in &mut c.args {
+                            self.visit(arg, depth)?;
+                        }
+                        return Ok((None, Ty::from_returns(decl.returns)));
+                    }
+                }
+            }
+        }
+        let decl = DECLARED
+            .get(func.as_str())
+            .filter(|_| func != INCLUDES || self.decls.includes)
+            .ok_or_else(|| format!("undeclared reference to '{func}'"))?;
+        let arities = if c.target.is_some() { decl.member } else { decl.global };
+        if !arities.contains(&c.args.len()) {
+            return Err(no_overload(&func, c.args.len()));
+        }
+        if let Some(target) = c.target.as_deref_mut() {
+            self.visit(target, depth)?;
+        }
+        for arg in &mut c.args {
+            self.visit(arg, depth)?;
+        }
+        Ok((None, Ty::from_returns(decl.returns)))
+    }
+
+    /// Operators (calls without a target whose names are operator symbols);
+    /// `None` when `c` is not an operator.
+    fn visit_operator(&mut self, c: &mut CallExpr, depth: usize) -> Result<Option<(Option<IdedExpr>, Ty)>, String> {
+        let func = c.func_name.as_str();
+        let is_operator = matches!(
+            func,
+            operators::LOGICAL_AND
+                | operators::LOGICAL_OR
+                | operators::LOGICAL_NOT
+                | operators::EQUALS
+                | operators::NOT_EQUALS
+                | operators::LESS
+                | operators::LESS_EQUALS
+                | operators::GREATER
+                | operators::GREATER_EQUALS
+                | operators::IN
+                | operators::NOT_STRICTLY_FALSE
+                | operators::NEGATE
+                | operators::ADD
+                | operators::SUBSTRACT
+                | operators::MULTIPLY
+                | operators::DIVIDE
+                | operators::MODULO
+                | operators::CONDITIONAL
+        );
+        if !is_operator {
+            return Ok(None);
+        }
+        let mut types = Vec::with_capacity(c.args.len());
+        for arg in &mut c.args {
+            types.push(self.visit(arg, depth)?);
+        }
+        let ty = match (func, types.as_slice()) {
+            (operators::NEGATE, [t]) if matches!(t, Ty::Int | Ty::Double) => *t,
+            (operators::NEGATE, _) => Ty::Dyn,
+            (operators::ADD, [a, b]) if a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double) => *a,
+            (operators::ADD, [a, b]) => {
+                // Anything that may be a string, bytes or list goes through
+                // the charging helper.
+                let args = std::mem::take(&mut c.args);
+                let ty = match (a, b) {
+                    (Ty::String, Ty::String) => Ty::String,
+                    (Ty::List, Ty::List) => Ty::List,
+                    _ => Ty::Dyn,
+                };
+                return Ok(Some((Some(call(hidden::ADD, None, args)), ty)));
+            }
+            (operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO, [a, b])
+                if a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double) =>
+            {
+                *a
+            }
+            (operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO, _) => Ty::Dyn,
+            (operators::CONDITIONAL, [_, a, b]) if a == b => a.decanonical(),
+            (operators::CONDITIONAL, _) => Ty::Dyn,
+            _ => Ty::Bool,
+        };
+        Ok(Some((None, ty)))
+    }
+
+    fn visit_index(&mut self, c: &mut CallExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+        let optional = c.func_name == operators::OPT_INDEX;
+        let [map, key] = c.args.as_mut_slice() else {
+            return Err(no_overload(&c.func_name, c.args.len()));
+        };
+        let map_ty = self.visit(map, depth)?;
+        let key_ty = self.visit(key, depth)?;
+        let lookup = |prefix: &str, canonical: bool, args: &mut Vec<IdedExpr>| {
+            let key = args.pop().unwrap_or_default();
+            let map = args.pop().unwrap_or_default();
+            Self::domain(canonical, prefix, map, key)
+        };
+        let (replacement, ty) = match map_ty {
+            Ty::AttrOuter { canonical } => (Some(lookup(ATTR_DOMAIN_PREFIX, canonical, &mut c.args)), Ty::AttrInner),
+            Ty::CapOuter { canonical } => (Some(lookup(CAP_DOMAIN_PREFIX, canonical, &mut c.args)), Ty::CapInner),
+            Ty::AttrInner => (None, Ty::Dyn),
+            Ty::CapInner => (None, Ty::Quantity),
+            t if t.is_scalar() || matches!(t, Ty::Device { .. }) => {
+                return Err(format!(
+                    "found no matching overload for '{}' applied to '({}, {})'",
+                    c.func_name,
+                    t.name(),
+                    key_ty.name()
+                ));
+            }
+            _ => (None, Ty::Dyn),
+        };
+        if optional {
+            // Upstream's defaulting map always "finds" a domain, so the
+            // optional is present; other maps keep cel-rust's `[?]`.
+            return Ok(match replacement {
+                Some(r) => (Some(call("optional.of", None, vec![r])), Ty::Optional),
+                None => (None, Ty::Optional),
+            });
+        }
+        Ok((replacement, ty))
+    }
+
+    fn visit_opt_select(&mut self, c: &mut CallExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+        let [operand, field] = c.args.as_mut_slice() else {
+            return Err(no_overload(&c.func_name, c.args.len()));
+        };
+        let field = string_literal(field)
+            .ok_or_else(|| "optional field selection needs a field name".to_string())?
+            .to_string();
+        let operand_ty = self.visit(operand, depth)?;
+        let operand = std::mem::take(operand);
+        let present = match operand_ty {
+            Ty::Device { global: true } => {
+                self.device_field(&field)?;
+                Some(ident(format!("{FIELD_PREFIX}{field}")))
+            }
+            Ty::Device { global: false } => {
+                self.device_field(&field)?;
+                None
+            }
+            Ty::AttrOuter { canonical } => Some(Self::domain(canonical, ATTR_DOMAIN_PREFIX, operand.clone(), string_lit(&field))),
+            Ty::CapOuter { canonical } => Some(Self::domain(canonical, CAP_DOMAIN_PREFIX, operand.clone(), string_lit(&field))),
+            t if t.is_scalar() => return Err(no_field_selection(t)),
+            _ => None,
+        };
+        let replacement = match present {
+            Some(value) => call("optional.of", None, vec![value]),
+            None => call(hidden::OPT_SELECT, None, vec![operand, string_lit(&field)]),
+        };
+        Ok((Some(replacement), Ty::Optional))
+    }
+
+    /// `cel.bind(v, init, body)` as cel-go expands it: a comprehension over
+    /// an empty list whose accumulator is `v`.
+    fn visit_bind(&mut self, c: &mut CallExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+        let [var, init, body] = c.args.as_mut_slice() else {
+            return Err(no_overload("cel.bind", c.args.len()));
+        };
+        let Expr::Ident(name) = &var.expr else {
+            return Err("cel.bind() variable name must be a simple identifier".to_string());
+        };
+        let name = name.clone();
+        let init_ty = self.visit(init, depth)?;
+        let mut init = std::mem::take(init);
+        if matches!(init_ty, Ty::String | Ty::Bytes | Ty::List | Ty::Map | Ty::Dyn | Ty::Optional) {
+            init = call(hidden::CHARGE, None, vec![init]);
+        }
+        self.scope.push((name.clone(), init_ty.decanonical()));
+        let body_ty = self.visit(body, depth);
+        self.scope.pop();
+        let body_ty = body_ty?;
+        let comprehension = ComprehensionExpr {
+            iter_range: node(Expr::List(ListExpr::new(Vec::new()))),
+            iter_var: "#unused".to_string(),
+            iter_var2: None,
+            accu_var: name.clone(),
+            accu_init: init,
+            loop_cond: node(Expr::Literal(LiteralValue::Boolean(CelBool::from(false)))),
+            loop_step: ident(name),
+            result: std::mem::take(body),
+        };
+        Ok((Some(node(Expr::Comprehension(Box::new(comprehension)))), body_ty))
+    }
+
+    fn visit_comprehension(&mut self, comp: &mut ComprehensionExpr, depth: usize) -> Result<Ty, String> {
+        let range_ty = self.visit(&mut comp.iter_range, depth)?;
+        let init_ty = self.visit(&mut comp.accu_init, depth)?;
+        let element = match range_ty {
+            Ty::AttrOuter { .. } | Ty::CapOuter { .. } | Ty::AttrInner | Ty::CapInner => Ty::String,
+            t if t.is_scalar() || matches!(t, Ty::Device { .. }) => {
+                return Err(format!("expression of type '{}' cannot be range of a comprehension", t.name()));
+            }
+            _ => Ty::Dyn,
+        };
+        let outer = self.scope.len();
+        self.scope.push((comp.accu_var.clone(), init_ty.decanonical()));
+        let accu_only = self.scope.len();
+        self.scope.push((comp.iter_var.clone(), element));
+        if let Some(v2) = &comp.iter_var2 {
+            self.scope.push((v2.clone(), Ty::Dyn));
+        }
+        let body = self
+            .visit(&mut comp.loop_cond, depth)
+            .and_then(|_| self.visit(&mut comp.loop_step, depth));
+        self.scope.truncate(accu_only);
+        let result = body.and_then(|_| self.visit(&mut comp.result, depth));
+        self.scope.truncate(outer);
+        let step = std::mem::take(&mut comp.loop_step);
+        comp.loop_step = call(hidden::TICK, None, vec![step]);
+        result
+    }
+}
+
+fn no_overload(func: &str, argc: usize) -> String {
+    format!("found no matching overload for '{func}' applied to {argc} argument(s)")
+}
