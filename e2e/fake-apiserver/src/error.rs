@@ -1,0 +1,239 @@
+//! Errors: API errors rendered as Kubernetes `Status` objects, and start-up errors.
+//!
+//! Reasons and codes follow `k8s.io/apimachinery/pkg/api/errors`, because clients
+//! branch on them: kube's `ErrorResponse.reason`, `Api::get_opt` (404), leader
+//! election (409 Conflict), kube-runtime's watcher (410 Expired → relist).
+
+use serde_json::{Value, json};
+
+/// A failed API request, as the real server would report it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ApiError {
+    /// 404: the object (or resource) does not exist.
+    #[error("{resource} \"{name}\" not found")]
+    NotFound {
+        /// Group-qualified plural, e.g. `leases.coordination.k8s.io`.
+        resource: String,
+        /// Object name.
+        name: String,
+    },
+    /// 404 for a URL that names no served resource.
+    #[error("the server could not find the requested resource")]
+    UnknownResource,
+    /// 409: create of a name that is taken.
+    #[error("{resource} \"{name}\" already exists")]
+    AlreadyExists {
+        /// Group-qualified plural.
+        resource: String,
+        /// Object name.
+        name: String,
+    },
+    /// 409: a resourceVersion or uid precondition failed.
+    #[error("Operation cannot be fulfilled on {resource} \"{name}\": {detail}")]
+    Conflict {
+        /// Group-qualified plural.
+        resource: String,
+        /// Object name.
+        name: String,
+        /// Why, in the real server's words.
+        detail: String,
+    },
+    /// 422: the object failed validation.
+    #[error("{kind} \"{name}\" is invalid: {field}: {detail}")]
+    Invalid {
+        /// Kind of the object.
+        kind: String,
+        /// Object name (may be empty when the name itself is missing).
+        name: String,
+        /// JSON path of the offending field.
+        field: String,
+        /// What was wrong with it.
+        detail: String,
+    },
+    /// 400: the request could not be understood.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 405: the resource does not support this verb.
+    #[error("the server does not allow this method on the requested resource")]
+    MethodNotAllowed,
+    /// 415: unknown patch content type.
+    #[error("the body of the request was in an unknown format - accepted media types include: {0}")]
+    UnsupportedMediaType(String),
+    /// 410: a watch asked for history the server no longer has.
+    #[error("{0}")]
+    Expired(String),
+    /// An error injected by a test through `fail_next`.
+    #[error("injected fault: {reason} ({code})")]
+    Injected {
+        /// HTTP status code.
+        code: u16,
+        /// Status reason derived from the code.
+        reason: String,
+    },
+    /// 500: a bug in the fake server.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// HTTP status code, also the Status object's `code`.
+    pub fn code(&self) -> u16 {
+        match self {
+            Self::NotFound { .. } | Self::UnknownResource => 404,
+            Self::AlreadyExists { .. } | Self::Conflict { .. } => 409,
+            Self::Invalid { .. } => 422,
+            Self::BadRequest(_) => 400,
+            Self::MethodNotAllowed => 405,
+            Self::UnsupportedMediaType(_) => 415,
+            Self::Expired(_) => 410,
+            Self::Injected { code, .. } => *code,
+            Self::Internal(_) => 500,
+        }
+    }
+
+    /// Machine-readable reason (`metav1.StatusReason`).
+    pub fn reason(&self) -> String {
+        match self {
+            Self::NotFound { .. } | Self::UnknownResource => "NotFound".into(),
+            Self::AlreadyExists { .. } => "AlreadyExists".into(),
+            Self::Conflict { .. } => "Conflict".into(),
+            Self::Invalid { .. } => "Invalid".into(),
+            Self::BadRequest(_) => "BadRequest".into(),
+            Self::MethodNotAllowed => "MethodNotAllowed".into(),
+            Self::UnsupportedMediaType(_) => "UnsupportedMediaType".into(),
+            Self::Expired(_) => "Expired".into(),
+            Self::Injected { reason, .. } => reason.clone(),
+            Self::Internal(_) => "InternalError".into(),
+        }
+    }
+
+    /// An injected fault with the reason the real server uses for that code.
+    pub fn injected(code: u16) -> Self {
+        Self::Injected {
+            code,
+            reason: reason_for_code(code).to_owned(),
+        }
+    }
+
+    /// The `Status` object sent as the response body (or inside a watch ERROR event).
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.to_string(),
+            "reason": self.reason(),
+            "code": self.code(),
+        });
+        let details = match self {
+            Self::NotFound { resource, name }
+            | Self::AlreadyExists { resource, name }
+            | Self::Conflict { resource, name, .. } => {
+                let (kind, group) = resource.split_once('.').unwrap_or((resource, ""));
+                Some(json!({"name": name, "group": group, "kind": kind}))
+            }
+            Self::Invalid {
+                kind,
+                name,
+                field,
+                detail,
+            } => Some(json!({
+                "name": name,
+                "kind": kind,
+                "causes": [{"reason": "FieldValueInvalid", "message": detail, "field": field}],
+            })),
+            _ => None,
+        };
+        if let (Some(details), Some(obj)) = (details, status.as_object_mut()) {
+            obj.insert("details".into(), details);
+        }
+        status
+    }
+}
+
+/// The `metav1.StatusReason` the real server pairs with an HTTP code.
+pub fn reason_for_code(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        409 => "Conflict",
+        410 => "Expired",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "InternalError",
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The listening socket could not be bound.
+    #[error("unable to bind the fake API server to {addr}")]
+    Bind {
+        /// Address we tried to bind.
+        addr: std::net::SocketAddr,
+        /// Underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound socket has no local address (should not happen on TCP).
+    #[error("unable to read the local address of the fake API server socket")]
+    LocalAddr(#[source] std::io::Error),
+    /// The server URL is not a valid URI (should not happen for a socket address).
+    #[error("invalid fake API server URL {url}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// Parse error.
+        #[source]
+        source: http::uri::InvalidUri,
+    },
+    /// The server URL could not be turned into a kube client.
+    #[error("unable to build a kube client for {url}")]
+    Client {
+        /// Server URL.
+        url: String,
+        /// Underlying kube error.
+        #[source]
+        source: kube::Error,
+    },
+    /// A version string passed to the builder was not `MAJOR.MINOR.PATCH`.
+    #[error("invalid Kubernetes version {0:?}: expected MAJOR.MINOR.PATCH, e.g. 1.37.0")]
+    Version(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_renders_like_apimachinery() {
+        let err = ApiError::NotFound {
+            resource: "leases.coordination.k8s.io".into(),
+            name: "leader".into(),
+        };
+        let status = err.to_status();
+        assert_eq!(status["code"], 404);
+        assert_eq!(status["reason"], "NotFound");
+        assert_eq!(
+            status["message"],
+            "leases.coordination.k8s.io \"leader\" not found"
+        );
+        assert_eq!(status["details"]["kind"], "leases");
+        assert_eq!(status["details"]["group"], "coordination.k8s.io");
+    }
+
+    #[test]
+    fn injected_codes_get_upstream_reasons() {
+        assert_eq!(ApiError::injected(500).reason(), "InternalError");
+        assert_eq!(ApiError::injected(503).reason(), "ServiceUnavailable");
+        assert_eq!(ApiError::injected(429).code(), 429);
+    }
+}

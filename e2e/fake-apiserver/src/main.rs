@@ -1,0 +1,92 @@
+//! `dra-fake-apiserver`: runs the fake Kubernetes API server as a process, for shell
+//! e2e scripts. Prints the URL on stdout and optionally writes a kubeconfig.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use dra_fake_apiserver::FakeApiServer;
+
+/// Runs an in-memory Kubernetes API server stand-in on 127.0.0.1.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Port to listen on; 0 picks a free one (printed on stdout).
+    #[arg(long, env = "DRA_FAKE_APISERVER_PORT", default_value_t = 0)]
+    port: u16,
+    /// Extra resource to serve, as group/version/plural/Kind/(Namespaced|Cluster)
+    /// with an optional /status suffix for a status subresource, e.g.
+    /// dra-autoscaler.io/v1alpha1/nodegroups/NodeGroup/Cluster/status. Repeatable.
+    #[arg(long = "crd", env = "DRA_FAKE_APISERVER_CRDS", value_delimiter = ',')]
+    crds: Vec<String>,
+    /// Write a kubeconfig for the server to this path.
+    #[arg(long, env = "DRA_FAKE_APISERVER_KUBECONFIG_OUT")]
+    kubeconfig_out: Option<std::path::PathBuf>,
+    /// Kubernetes version reported by /version.
+    #[arg(long, default_value = "1.37.0")]
+    kube_version: String,
+}
+
+/// One `--crd` value.
+fn parse_crd(spec: &str) -> anyhow::Result<(String, String, String, String, bool, bool)> {
+    let parts: Vec<&str> = spec.split('/').collect();
+    let (group, version, plural, kind, scope, status) = match parts.as_slice() {
+        [g, v, p, k, s] => (g, v, p, k, s, false),
+        [g, v, p, k, s, "status"] => (g, v, p, k, s, true),
+        _ => bail!(
+            "--crd {spec:?}: expected group/version/plural/Kind/(Namespaced|Cluster)[/status]"
+        ),
+    };
+    let namespaced = match *scope {
+        "Namespaced" => true,
+        "Cluster" => false,
+        other => bail!("--crd {spec:?}: scope {other:?} must be Namespaced or Cluster"),
+    };
+    if [group, version, plural, kind].iter().any(|p| p.is_empty()) {
+        bail!("--crd {spec:?}: group, version, plural and Kind must be non-empty");
+    }
+    Ok((
+        (*group).into(),
+        (*version).into(),
+        (*plural).into(),
+        (*kind).into(),
+        namespaced,
+        status,
+    ))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let Args {
+        port,
+        crds,
+        kubeconfig_out,
+        kube_version,
+    } = Args::parse();
+    let mut builder = FakeApiServer::builder()
+        .bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .version(&kube_version);
+    for spec in &crds {
+        let (g, v, p, k, namespaced, status) = parse_crd(spec)?;
+        builder = builder.resource(&g, &v, &p, &k, namespaced, status);
+    }
+    let server = builder
+        .start()
+        .await
+        .context("unable to start the fake API server")?;
+    if let Some(path) = &kubeconfig_out {
+        std::fs::write(path, server.kubeconfig_yaml())
+            .with_context(|| format!("unable to write the kubeconfig to {}", path.display()))?;
+    }
+    println!("{}", server.url());
+    server
+        .serve_until_ctrl_c()
+        .await
+        .context("unable to wait for Ctrl-C")
+}

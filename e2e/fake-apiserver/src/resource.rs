@@ -1,0 +1,268 @@
+//! The resource registry: which kinds the fake server serves and how each one behaves.
+//!
+//! The real API server gets this from compiled-in REST storage strategies and from
+//! CustomResourceDefinitions. We keep only the facts that change wire behaviour:
+//! path, scope, kind, which subresources exist and what happens to `.status` on create.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// What the server does with a `.status` stanza sent in a create request.
+///
+/// Upstream this is each strategy's `PrepareForCreate`. Getting it right matters to
+/// tests that create objects with a status and expect to read it back (Nodes) or
+/// expect it to be ignored (ResourceClaims, custom resources with a status subresource).
+#[derive(Clone, Debug, PartialEq)]
+pub enum StatusOnCreate {
+    /// Keep whatever the client sent (Nodes: "Nodes allow *all* fields, including status,
+    /// to be set on create").
+    Keep,
+    /// Drop `.status` entirely (custom resources with a status subresource,
+    /// ResourceClaims, DaemonSets).
+    Clear,
+    /// Replace `.status` with a fixed value (Pods start `Pending`, Namespaces `Active`).
+    Reset(Value),
+}
+
+/// One served resource: a (group, version, plural) triple plus its behaviour.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceDef {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// API version within the group, e.g. `v1` or `v1alpha1`.
+    pub version: String,
+    /// Lower-case plural used in URLs, e.g. `resourceslices`.
+    pub plural: String,
+    /// Kind, e.g. `ResourceSlice`.
+    pub kind: String,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Whether a `/status` subresource exists. When it does, writes to the main
+    /// resource ignore `.status` and writes to `/status` change only `.status`.
+    pub status_subresource: bool,
+    /// Whether a Pod-style `/binding` subresource exists (POST sets `spec.nodeName`).
+    pub binding_subresource: bool,
+    /// Treatment of `.status` on create.
+    pub status_on_create: StatusOnCreate,
+}
+
+impl ResourceDef {
+    /// A resource with the custom-resource defaults: status dropped on create when a
+    /// status subresource exists, kept otherwise.
+    pub fn new(
+        group: &str,
+        version: &str,
+        plural: &str,
+        kind: &str,
+        namespaced: bool,
+        status_subresource: bool,
+    ) -> Self {
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            plural: plural.to_owned(),
+            kind: kind.to_owned(),
+            namespaced,
+            status_subresource,
+            binding_subresource: false,
+            status_on_create: if status_subresource {
+                StatusOnCreate::Clear
+            } else {
+                StatusOnCreate::Keep
+            },
+        }
+    }
+
+    /// Overrides what happens to `.status` on create.
+    #[must_use]
+    pub fn with_status_on_create(mut self, policy: StatusOnCreate) -> Self {
+        self.status_on_create = policy;
+        self
+    }
+
+    /// Adds the Pod-style `/binding` subresource.
+    #[must_use]
+    pub fn with_binding(mut self) -> Self {
+        self.binding_subresource = true;
+        self
+    }
+
+    /// `apiVersion` as written in objects: `v1` for core, `group/version` otherwise.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Name used in error messages, like the real server's `GroupResource.String()`:
+    /// `pods`, `leases.coordination.k8s.io`.
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// The registry key of this resource.
+    pub fn key(&self) -> ResourceKey {
+        ResourceKey {
+            group: self.group.clone(),
+            version: self.version.clone(),
+            plural: self.plural.clone(),
+        }
+    }
+
+    /// Subresource names served for this resource (for discovery and routing).
+    pub fn subresources(&self) -> Vec<&'static str> {
+        let mut subs = Vec::new();
+        if self.status_subresource {
+            subs.push("status");
+        }
+        if self.binding_subresource {
+            subs.push("binding");
+        }
+        subs
+    }
+}
+
+/// Identity of a served resource.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceKey {
+    /// API group; empty for core.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Lower-case plural.
+    pub plural: String,
+}
+
+/// All resources the server knows, keyed by (group, version, plural).
+#[derive(Clone, Debug, Default)]
+pub struct Registry {
+    defs: BTreeMap<ResourceKey, ResourceDef>,
+}
+
+impl Registry {
+    /// The built-in resources an autoscaler and its tests touch.
+    pub fn builtins() -> Self {
+        let mut reg = Self::default();
+        let core = |plural: &str, kind: &str, namespaced: bool, status: bool| {
+            ResourceDef::new("", "v1", plural, kind, namespaced, status)
+        };
+        reg.insert(
+            core("namespaces", "Namespace", false, true).with_status_on_create(
+                StatusOnCreate::Reset(serde_json::json!({"phase": "Active"})),
+            ),
+        );
+        reg.insert(core("nodes", "Node", false, true).with_status_on_create(StatusOnCreate::Keep));
+        reg.insert(
+            core("pods", "Pod", true, true)
+                .with_binding()
+                .with_status_on_create(StatusOnCreate::Reset(
+                    serde_json::json!({"phase": "Pending"}),
+                )),
+        );
+        reg.insert(core("events", "Event", true, false));
+        reg.insert(core("configmaps", "ConfigMap", true, false));
+        reg.insert(ResourceDef::new(
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            "Lease",
+            true,
+            false,
+        ));
+        reg.insert(ResourceDef::new(
+            "events.k8s.io",
+            "v1",
+            "events",
+            "Event",
+            true,
+            false,
+        ));
+        reg.insert(ResourceDef::new(
+            "apps",
+            "v1",
+            "daemonsets",
+            "DaemonSet",
+            true,
+            true,
+        ));
+        reg.insert(ResourceDef::new(
+            "scheduling.k8s.io",
+            "v1",
+            "priorityclasses",
+            "PriorityClass",
+            false,
+            false,
+        ));
+        let dra = |plural: &str, kind: &str, namespaced: bool, status: bool| {
+            ResourceDef::new("resource.k8s.io", "v1", plural, kind, namespaced, status)
+        };
+        reg.insert(dra("deviceclasses", "DeviceClass", false, false));
+        reg.insert(dra("resourceslices", "ResourceSlice", false, false));
+        reg.insert(dra("resourceclaims", "ResourceClaim", true, true));
+        reg.insert(dra(
+            "resourceclaimtemplates",
+            "ResourceClaimTemplate",
+            true,
+            false,
+        ));
+        reg.insert(dra("devicetaintrules", "DeviceTaintRule", false, true));
+        reg
+    }
+
+    /// Adds or replaces a resource definition.
+    pub fn insert(&mut self, def: ResourceDef) {
+        self.defs.insert(def.key(), def);
+    }
+
+    /// Looks a resource up by group, version and plural.
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceDef> {
+        self.defs.get(&ResourceKey {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            plural: plural.to_owned(),
+        })
+    }
+
+    /// Every definition, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = &ResourceDef> {
+        self.defs.values()
+    }
+
+    /// Whether any resource is served under this group/version.
+    pub fn serves(&self, group: &str, version: &str) -> bool {
+        self.defs
+            .keys()
+            .any(|k| k.group == group && k.version == version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn custom_resource_with_status_drops_status_on_create() {
+        let def = ResourceDef::new("x.io", "v1alpha1", "widgets", "Widget", false, true);
+        assert_eq!(def.status_on_create, StatusOnCreate::Clear);
+        assert_eq!(def.api_version(), "x.io/v1alpha1");
+        assert_eq!(def.group_resource(), "widgets.x.io");
+    }
+
+    #[test]
+    fn core_resources_use_bare_version() {
+        let reg = Registry::builtins();
+        let pods = reg.get("", "v1", "pods").expect("pods registered");
+        assert_eq!(pods.api_version(), "v1");
+        assert_eq!(pods.group_resource(), "pods");
+        assert_eq!(pods.subresources(), vec!["status", "binding"]);
+        assert!(reg.serves("resource.k8s.io", "v1"));
+        assert!(!reg.serves("resource.k8s.io", "v1beta1"));
+    }
+}

@@ -1,0 +1,381 @@
+//! The builder and the handle of a running fake API server.
+
+use std::{
+    net::{Ipv4Addr, SocketAddr},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+
+use crate::{
+    discovery,
+    error::StartError,
+    faults::{Faults, RequestRecord, Verb},
+    http::{self, App},
+    lock,
+    resource::{Registry, ResourceDef},
+    store::Store,
+};
+
+/// Default number of events kept per resource for watch resumption.
+pub const DEFAULT_HISTORY_LIMIT: usize = 1000;
+
+/// Configures a [`FakeApiServer`] before it starts.
+#[derive(Clone, Debug)]
+pub struct FakeApiServerBuilder {
+    registry: Registry,
+    version: String,
+    history_limit: usize,
+    bookmark_interval: Duration,
+    bind: SocketAddr,
+    namespaces: Vec<String>,
+}
+
+impl Default for FakeApiServerBuilder {
+    fn default() -> Self {
+        Self {
+            registry: Registry::builtins(),
+            version: "1.37.0".into(),
+            history_limit: DEFAULT_HISTORY_LIMIT,
+            bookmark_interval: Duration::from_secs(5),
+            bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
+                .map(str::to_owned)
+                .to_vec(),
+        }
+    }
+}
+
+impl FakeApiServerBuilder {
+    /// Serves an extra resource, typically a CRD such as
+    /// `.resource("dra-autoscaler.io", "v1alpha1", "nodegroups", "NodeGroup", false, true)`.
+    ///
+    /// Registering an existing (group, version, plural) replaces it.
+    #[must_use]
+    pub fn resource(
+        self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        kind: &str,
+        namespaced: bool,
+        with_status: bool,
+    ) -> Self {
+        self.resource_def(ResourceDef::new(
+            group,
+            version,
+            plural,
+            kind,
+            namespaced,
+            with_status,
+        ))
+    }
+
+    /// Serves a resource described in full (status-on-create policy, binding).
+    #[must_use]
+    pub fn resource_def(mut self, def: ResourceDef) -> Self {
+        self.registry.insert(def);
+        self
+    }
+
+    /// The Kubernetes version `/version` reports, as `MAJOR.MINOR.PATCH` (default 1.37.0).
+    #[must_use]
+    pub fn version(mut self, version: &str) -> Self {
+        version.clone_into(&mut self.version);
+        self
+    }
+
+    /// Events kept per resource; a watch from an older resourceVersion gets 410 Expired.
+    #[must_use]
+    pub fn history_limit(mut self, events: usize) -> Self {
+        self.history_limit = events;
+        self
+    }
+
+    /// How often watches that allow bookmarks receive one (default 5 s).
+    #[must_use]
+    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
+        self.bookmark_interval = interval;
+        self
+    }
+
+    /// The address to listen on (default `127.0.0.1:0`, an ephemeral port).
+    #[must_use]
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = addr;
+        self
+    }
+
+    /// Namespaces that exist at start (default: `default`, `kube-system`,
+    /// `kube-public`, `kube-node-lease`, as in a fresh cluster).
+    #[must_use]
+    pub fn namespaces(mut self, names: &[&str]) -> Self {
+        self.namespaces = names.iter().map(|n| (*n).to_owned()).collect();
+        self
+    }
+
+    /// Binds the socket, seeds the namespaces and starts serving in the background.
+    ///
+    /// Must be called inside a Tokio runtime; the server runs on it until
+    /// [`FakeApiServer::shutdown`] or until the handle is dropped.
+    pub async fn start(self) -> Result<FakeApiServer, StartError> {
+        let info = parse_version(&self.version)?;
+        let listener = TcpListener::bind(self.bind)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: self.bind,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(StartError::LocalAddr)?;
+        let url = format!("http://{addr}");
+        let client = client_for(&url)?;
+
+        let mut store = Store::new(self.history_limit);
+        if let Some(ns_def) = self.registry.get("", "v1", "namespaces") {
+            for name in &self.namespaces {
+                let body = serde_json::json!({"metadata": {"name": name}});
+                // A seed name that fails validation is skipped, like a rejected create.
+                if let Err(err) = store.create(ns_def, None, body, false) {
+                    tracing::warn!(namespace = %name, error = %err, "not seeding namespace");
+                }
+            }
+        }
+        let app = Arc::new(App {
+            registry: self.registry,
+            store: Arc::new(Mutex::new(store)),
+            faults: Mutex::new(Faults::default()),
+            log: Mutex::new(Vec::new()),
+            version: info,
+            addr,
+            bookmark_interval: self.bookmark_interval,
+        });
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let router = http::router(Arc::clone(&app));
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, router)
+                .with_graceful_shutdown(async {
+                    // A dropped sender also means stop.
+                    let _ = stop_rx.await;
+                })
+                .await;
+            if let Err(err) = served {
+                tracing::error!(error = %err, "fake apiserver stopped with an error");
+            }
+        });
+        tracing::info!(%url, "fake apiserver listening");
+        Ok(FakeApiServer {
+            app,
+            addr,
+            url,
+            client,
+            stop_tx: Some(stop_tx),
+            task: Some(task),
+        })
+    }
+}
+
+fn parse_version(
+    version: &str,
+) -> Result<k8s_openapi::apimachinery::pkg::version::Info, StartError> {
+    let trimmed = version.trim_start_matches('v');
+    let parts: Vec<&str> = trimmed.split('.').collect();
+    match parts.as_slice() {
+        [major, minor, patch]
+            if parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            Ok(discovery::version_info(major, minor, patch))
+        }
+        _ => Err(StartError::Version(version.to_owned())),
+    }
+}
+
+fn client_for(url: &str) -> Result<kube::Client, StartError> {
+    let uri = url
+        .parse::<::http::Uri>()
+        .map_err(|source| StartError::Url {
+            url: url.to_owned(),
+            source,
+        })?;
+    kube::Client::try_from(kube::Config::new(uri)).map_err(|source| StartError::Client {
+        url: url.to_owned(),
+        source,
+    })
+}
+
+/// A running fake API server. Dropping the handle stops it.
+pub struct FakeApiServer {
+    app: Arc<App>,
+    addr: SocketAddr,
+    url: String,
+    client: kube::Client,
+    stop_tx: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for FakeApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeApiServer")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeApiServer {
+    /// Starts configuring a server with the built-in resources registered.
+    pub fn builder() -> FakeApiServerBuilder {
+        FakeApiServerBuilder::default()
+    }
+
+    /// The socket address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A kube client for this server: plain HTTP, no auth, default namespace `default`.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// A kubeconfig pointing at this server, for binaries under test
+    /// (write it to a file and pass `--kubeconfig` or set `KUBECONFIG`).
+    pub fn kubeconfig_yaml(&self) -> String {
+        kubeconfig_yaml(&self.url)
+    }
+
+    /// Makes the next `n` requests with this verb on this resource fail with `code`
+    /// (a `Status` with the matching reason, e.g. 500 InternalError).
+    ///
+    /// `resource` is the plural (`nodes`), or `plural/subresource` (`nodegroups/status`)
+    /// to fail only subresource requests. Rules are consumed in the order added.
+    pub fn fail_next(&self, verb: Verb, resource: &str, n: usize, code: u16) {
+        lock(&self.app.faults).add(verb, resource, n, code);
+    }
+
+    /// Drops all pending injected failures.
+    pub fn clear_faults(&self) {
+        lock(&self.app.faults).clear();
+    }
+
+    /// Simulates an etcd compaction: every open watch receives an ERROR event with a
+    /// 410 Expired Status and closes, and resuming from any earlier resourceVersion is
+    /// refused with 410, so clients must relist.
+    pub fn expire_watches(&self) {
+        lock(&self.app.store).expire_watches();
+    }
+
+    /// Ends every open watch stream cleanly, as an apiserver restart or a load
+    /// balancer timeout would; clients resume from their last resourceVersion.
+    pub fn close_watches(&self) {
+        lock(&self.app.store).close_watches();
+    }
+
+    /// Every request answered so far, oldest first.
+    pub fn request_log(&self) -> Vec<RequestRecord> {
+        lock(&self.app.log).clone()
+    }
+
+    /// Empties the request log.
+    pub fn clear_request_log(&self) {
+        lock(&self.app.log).clear();
+    }
+
+    /// The latest resourceVersion handed out.
+    pub fn resource_version(&self) -> u64 {
+        lock(&self.app.store).current_rv()
+    }
+
+    /// Stops serving: ends open watches, stops accepting connections and waits
+    /// (up to 5 s) for in-flight requests.
+    pub async fn shutdown(mut self) {
+        self.stop().await;
+    }
+
+    async fn stop(&mut self) {
+        lock(&self.app.store).close_watches();
+        if let Some(stop) = self.stop_tx.take() {
+            let _ = stop.send(());
+        }
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(Duration::from_secs(5), &mut task)
+                .await
+                .is_err()
+        {
+            task.abort();
+        }
+    }
+
+    /// Serves until the process is interrupted (Ctrl-C / SIGINT), then shuts down.
+    pub async fn serve_until_ctrl_c(mut self) -> std::io::Result<()> {
+        let result = tokio::signal::ctrl_c().await;
+        self.stop().await;
+        result
+    }
+}
+
+impl Drop for FakeApiServer {
+    fn drop(&mut self) {
+        if let Ok(mut store) = self.app.store.lock() {
+            store.close_watches();
+        }
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// A kubeconfig with one cluster, user and context for `url`.
+pub fn kubeconfig_yaml(url: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: dra-fake-apiserver
+  cluster:
+    server: {url}
+users:
+- name: dra-fake-apiserver
+  user: {{}}
+contexts:
+- name: dra-fake-apiserver
+  context:
+    cluster: dra-fake-apiserver
+    user: dra-fake-apiserver
+    namespace: default
+current-context: dra-fake-apiserver
+"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_must_be_major_minor_patch() {
+        let info = parse_version("1.36.2").expect("valid");
+        assert_eq!(info.git_version, "v1.36.2");
+        assert_eq!(info.minor, "36");
+        assert!(parse_version("1.36").is_err());
+        assert!(parse_version("1.x.0").is_err());
+    }
+
+    #[test]
+    fn kubeconfig_parses_with_kube() {
+        let yaml = kubeconfig_yaml("http://127.0.0.1:1234");
+        let cfg = kube::config::Kubeconfig::from_yaml(&yaml).expect("kube parses it");
+        assert_eq!(cfg.current_context.as_deref(), Some("dra-fake-apiserver"));
+        let server = cfg.clusters[0]
+            .cluster
+            .as_ref()
+            .and_then(|c| c.server.clone());
+        assert_eq!(server.as_deref(), Some("http://127.0.0.1:1234"));
+    }
+}

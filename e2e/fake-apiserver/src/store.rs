@@ -1,0 +1,780 @@
+//! The object store: objects per resource, one global resourceVersion counter, and a
+//! bounded per-resource event history that watches replay from.
+//!
+//! The store is synchronous and lives behind one mutex; every write stamps the next
+//! resourceVersion and publishes its event while holding it, so the order of events
+//! on every watch is the order of writes, and a watch that subscribes under the same
+//! lock sees no gap and no duplicate between its backlog and its live feed.
+
+use std::{
+    collections::{BTreeMap, HashMap, VecDeque},
+    sync::Arc,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
+
+use crate::{
+    error::ApiError,
+    object::{self, Target, finalizers, is_terminating, meta_str, with_meta},
+    patch::PatchType,
+    resource::{ResourceDef, ResourceKey},
+    selector::Selectors,
+};
+
+/// `(namespace or "", name)`: sorts like the real server's etcd keys.
+type ObjectKey = (String, String);
+
+/// The type of a watch event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// Object created.
+    Added,
+    /// Object changed.
+    Modified,
+    /// Object removed.
+    Deleted,
+}
+
+impl ChangeKind {
+    /// Wire name of the event type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed write, as recorded in the history and sent to watches.
+#[derive(Debug)]
+pub struct Change {
+    /// resourceVersion stamped by this write.
+    pub rv: u64,
+    /// Event type.
+    pub kind: ChangeKind,
+    /// The object after the write (for deletes: its last state, with the delete's rv).
+    pub object: Value,
+    /// The object before the write, for `Modified` (lets selector-filtered watches turn
+    /// a change into ADDED/DELETED when the object enters or leaves the selection).
+    pub previous: Option<Value>,
+}
+
+/// Signals from test hooks to every open watch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WatchControl {
+    /// Bumped by `expire_watches`: watches send a 410 and close.
+    pub expire_epoch: u64,
+    /// Bumped by `close_watches` and shutdown: watches close cleanly.
+    pub close_epoch: u64,
+}
+
+/// Where a watch starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchFrom {
+    /// Now; with `initial`, first a synthetic ADDED for every current object.
+    Now {
+        /// Whether to send the current objects first.
+        initial: bool,
+    },
+    /// Replay every event after this resourceVersion, then stream.
+    After(u64),
+}
+
+/// What a new watch needs: its first events and its live feeds.
+pub struct WatchStart {
+    /// Current objects to send as ADDED first.
+    pub initial: Vec<Value>,
+    /// Recorded events to replay before the live feed.
+    pub backlog: Vec<Arc<Change>>,
+    /// Live events of this resource.
+    pub events: broadcast::Receiver<Arc<Change>>,
+    /// Test-hook signals.
+    pub control: watch::Receiver<WatchControl>,
+    /// The signal epochs when the watch was opened; a later change is meant for it.
+    pub epochs: WatchControl,
+    /// The store's resourceVersion when the watch was opened.
+    pub rv: u64,
+}
+
+/// Preconditions and options of a DELETE.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeleteOptions {
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `dryRun=All`: validate only.
+    pub dry_run: bool,
+}
+
+/// Result of a write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Written {
+    /// The object as stored (or as it would be, for a dry run).
+    pub object: Value,
+    /// Whether the write created the object (apply on a missing object).
+    pub created: bool,
+}
+
+struct Collection {
+    objects: BTreeMap<ObjectKey, Value>,
+    history: VecDeque<Arc<Change>>,
+    /// Events at or below this resourceVersion may be missing from `history`.
+    compacted_rv: u64,
+    events: broadcast::Sender<Arc<Change>>,
+}
+
+/// All objects of all resources.
+pub struct Store {
+    rv: u64,
+    history_limit: usize,
+    collections: HashMap<ResourceKey, Collection>,
+    control: watch::Sender<WatchControl>,
+}
+
+/// Now, as the RFC 3339 seconds-precision string Kubernetes uses for `metav1.Time`.
+pub fn now_rfc3339() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let secs = i64::try_from(secs).unwrap_or(i64::MAX);
+    k8s_openapi::jiff::Timestamp::from_second(secs)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
+}
+
+/// Five characters from the alphabet upstream's `SimpleNameGenerator` uses.
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    uuid::Uuid::new_v4().as_bytes()[..5]
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect()
+}
+
+fn object_key(def: &ResourceDef, namespace: Option<&str>, name: &str) -> ObjectKey {
+    let ns = if def.namespaced {
+        namespace.unwrap_or_default()
+    } else {
+        ""
+    };
+    (ns.to_owned(), name.to_owned())
+}
+
+fn not_found(def: &ResourceDef, name: &str) -> ApiError {
+    ApiError::NotFound {
+        resource: def.group_resource(),
+        name: name.to_owned(),
+    }
+}
+
+fn set_rv(object: &mut Value, rv: u64) {
+    with_meta(object, |meta| {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()))
+    });
+}
+
+impl Store {
+    /// An empty store whose per-resource histories keep `history_limit` events.
+    pub fn new(history_limit: usize) -> Self {
+        Self {
+            rv: 0,
+            history_limit: history_limit.max(1),
+            collections: HashMap::new(),
+            control: watch::Sender::new(WatchControl::default()),
+        }
+    }
+
+    /// The latest resourceVersion handed out.
+    pub fn current_rv(&self) -> u64 {
+        self.rv
+    }
+
+    fn collection(&mut self, def: &ResourceDef) -> &mut Collection {
+        let capacity = self.history_limit.max(16);
+        self.collections
+            .entry(def.key())
+            .or_insert_with(|| Collection {
+                objects: BTreeMap::new(),
+                history: VecDeque::new(),
+                compacted_rv: 0,
+                events: broadcast::channel(capacity).0,
+            })
+    }
+
+    /// Records a committed change and sends it to live watches.
+    fn publish(&mut self, def: &ResourceDef, change: Change) {
+        let limit = self.history_limit;
+        let col = self.collection(def);
+        let change = Arc::new(change);
+        col.history.push_back(Arc::clone(&change));
+        while col.history.len() > limit {
+            if let Some(evicted) = col.history.pop_front() {
+                col.compacted_rv = evicted.rv;
+            }
+        }
+        // No receivers is fine: nobody is watching this resource.
+        let _ = col.events.send(change);
+    }
+
+    fn next_rv(&mut self) -> u64 {
+        self.rv += 1;
+        self.rv
+    }
+
+    /// GET of one object.
+    pub fn get(
+        &self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        self.collections
+            .get(&def.key())
+            .and_then(|c| c.objects.get(&object_key(def, namespace, name)))
+            .cloned()
+            .ok_or_else(|| not_found(def, name))
+    }
+
+    /// LIST: matching objects in key order, and the resourceVersion of the list.
+    pub fn list(
+        &self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        selectors: &Selectors,
+    ) -> (Vec<Value>, u64) {
+        let items = self
+            .collections
+            .get(&def.key())
+            .map(|c| {
+                c.objects
+                    .iter()
+                    .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
+                    .filter(|(_, obj)| selectors.matches(obj))
+                    .map(|(_, obj)| obj.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (items, self.rv)
+    }
+
+    /// POST: creates an object.
+    pub fn create(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        body: Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let mut obj = object::prepare_create(def, namespace, body, random_suffix)?;
+        let name = meta_str(&obj, "name").unwrap_or_default().to_owned();
+        let key = object_key(def, namespace, &name);
+        if self.collection(def).objects.contains_key(&key) {
+            return Err(ApiError::AlreadyExists {
+                resource: def.group_resource(),
+                name,
+            });
+        }
+        let uid = uuid::Uuid::new_v4().to_string();
+        let now = now_rfc3339();
+        with_meta(&mut obj, |meta| {
+            meta.insert("uid".into(), Value::String(uid));
+            meta.insert("creationTimestamp".into(), Value::String(now));
+            meta.insert("generation".into(), Value::from(1));
+        });
+        if dry_run {
+            return Ok(obj);
+        }
+        let rv = self.next_rv();
+        set_rv(&mut obj, rv);
+        self.collection(def).objects.insert(key, obj.clone());
+        self.publish(
+            def,
+            Change {
+                rv,
+                kind: ChangeKind::Added,
+                object: obj.clone(),
+                previous: None,
+            },
+        );
+        Ok(obj)
+    }
+
+    /// Stores an update candidate built by [`object::prepare_update`]: suppresses
+    /// no-ops, finishes a pending delete once the last finalizer is gone, else
+    /// stamps a new resourceVersion and emits MODIFIED.
+    fn commit_update(
+        &mut self,
+        def: &ResourceDef,
+        key: ObjectKey,
+        old: Value,
+        mut candidate: Value,
+        dry_run: bool,
+    ) -> Value {
+        if candidate == old || dry_run {
+            return candidate;
+        }
+        let rv = self.next_rv();
+        set_rv(&mut candidate, rv);
+        if is_terminating(&candidate) && finalizers(&candidate).is_empty() {
+            self.collection(def).objects.remove(&key);
+            self.publish(
+                def,
+                Change {
+                    rv,
+                    kind: ChangeKind::Deleted,
+                    object: candidate.clone(),
+                    previous: None,
+                },
+            );
+            return candidate;
+        }
+        self.collection(def).objects.insert(key, candidate.clone());
+        self.publish(
+            def,
+            Change {
+                rv,
+                kind: ChangeKind::Modified,
+                object: candidate.clone(),
+                previous: Some(old),
+            },
+        );
+        candidate
+    }
+
+    /// PUT of an object or of its `/status`.
+    pub fn update(
+        &mut self,
+        def: &ResourceDef,
+        target: Target,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let old = self.get(def, namespace, name)?;
+        let candidate = object::prepare_update(def, target, &old, body)?;
+        let key = object_key(def, namespace, name);
+        Ok(self.commit_update(def, key, old, candidate, dry_run))
+    }
+
+    /// PATCH of an object or of its `/status`; an apply patch creates a missing object.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &mut self,
+        def: &ResourceDef,
+        target: Target,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        patch: &Value,
+        dry_run: bool,
+    ) -> Result<Written, ApiError> {
+        let old = match self.get(def, namespace, name) {
+            Ok(old) => old,
+            Err(ApiError::NotFound { .. })
+                if patch_type == PatchType::Apply && target == Target::Main =>
+            {
+                let mut body = patch_type.apply(&json!({}), patch)?;
+                match meta_str(&body, "name") {
+                    Some(n) if !n.is_empty() && n != name => {
+                        return Err(ApiError::BadRequest(format!(
+                            "the name of the object ({n}) does not match the name on the URL ({name})"
+                        )));
+                    }
+                    _ => with_meta(&mut body, |meta| {
+                        meta.insert("name".into(), Value::String(name.to_owned()))
+                    }),
+                };
+                let object = self.create(def, namespace, body, dry_run)?;
+                return Ok(Written {
+                    object,
+                    created: true,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let patched = patch_type.apply(&old, patch).map_err(|e| match e {
+            ApiError::Invalid { field, detail, .. } => ApiError::Invalid {
+                kind: def.kind.clone(),
+                name: name.to_owned(),
+                field,
+                detail,
+            },
+            other => other,
+        })?;
+        let candidate = object::prepare_update(def, target, &old, patched)?;
+        let key = object_key(def, namespace, name);
+        Ok(Written {
+            object: self.commit_update(def, key, old, candidate, dry_run),
+            created: false,
+        })
+    }
+
+    /// DELETE of one object. Returns the object and whether it is gone (false: it
+    /// waits on finalizers with a deletionTimestamp).
+    pub fn delete(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<(Value, bool), ApiError> {
+        let old = self.get(def, namespace, name)?;
+        let conflict = |what: &str, wanted: &str, actual: &str| ApiError::Conflict {
+            resource: def.group_resource(),
+            name: name.to_owned(),
+            detail: format!(
+                "Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {actual}"
+            ),
+        };
+        let actual_rv = meta_str(&old, "resourceVersion").unwrap_or_default();
+        if let Some(rv) = options.resource_version.as_deref()
+            && rv != actual_rv
+        {
+            return Err(conflict("ResourceVersion", rv, actual_rv));
+        }
+        let actual_uid = meta_str(&old, "uid").unwrap_or_default();
+        if let Some(uid) = options.uid.as_deref()
+            && uid != actual_uid
+        {
+            return Err(conflict("UID", uid, actual_uid));
+        }
+        let key = object_key(def, namespace, name);
+        if !finalizers(&old).is_empty() {
+            if is_terminating(&old) {
+                return Ok((old, false));
+            }
+            let mut candidate = old.clone();
+            with_meta(&mut candidate, |meta| {
+                meta.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
+                meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            });
+            return Ok((
+                self.commit_update(def, key, old, candidate, options.dry_run),
+                false,
+            ));
+        }
+        if options.dry_run {
+            return Ok((old, true));
+        }
+        let rv = self.next_rv();
+        let mut gone = old;
+        set_rv(&mut gone, rv);
+        self.collection(def).objects.remove(&key);
+        self.publish(
+            def,
+            Change {
+                rv,
+                kind: ChangeKind::Deleted,
+                object: gone.clone(),
+                previous: None,
+            },
+        );
+        Ok((gone, true))
+    }
+
+    /// DELETE of a collection: deletes every selected object, one event each.
+    pub fn delete_collection(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        selectors: &Selectors,
+        dry_run: bool,
+    ) -> Result<Vec<Value>, ApiError> {
+        let (items, _) = self.list(def, namespace, selectors);
+        let options = DeleteOptions {
+            dry_run,
+            ..DeleteOptions::default()
+        };
+        items
+            .iter()
+            .map(|obj| {
+                let ns = meta_str(obj, "namespace");
+                let name = meta_str(obj, "name").unwrap_or_default();
+                self.delete(def, ns, name, &options).map(|(o, _)| o)
+            })
+            .collect()
+    }
+
+    /// POST `pods/<name>/binding`: what the scheduler does to place a Pod.
+    pub fn bind(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        name: &str,
+        binding: &Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        let node = binding
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ApiError::Invalid {
+                kind: "Binding".into(),
+                name: name.to_owned(),
+                field: "target.name".into(),
+                detail: "Required value".into(),
+            })?
+            .to_owned();
+        let old = self.get(def, namespace, name)?;
+        if let Some(current) = old.pointer("/spec/nodeName").and_then(Value::as_str)
+            && !current.is_empty()
+        {
+            return Err(ApiError::Conflict {
+                resource: def.group_resource(),
+                name: name.to_owned(),
+                detail: format!("pod {name} is already assigned to node {current:?}"),
+            });
+        }
+        let mut candidate = old.clone();
+        if let Some(root) = candidate.as_object_mut() {
+            let spec = root.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.insert("nodeName".into(), Value::String(node));
+            }
+            let status = root.entry("status").or_insert_with(|| json!({}));
+            if let Some(status) = status.as_object_mut() {
+                let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+                if let Some(list) = conditions.as_array_mut() {
+                    list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+                    list.push(json!({
+                        "type": "PodScheduled",
+                        "status": "True",
+                        "lastTransitionTime": now_rfc3339(),
+                    }));
+                }
+            }
+        }
+        if let Some(annotations) = binding
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+        {
+            with_meta(&mut candidate, |meta| {
+                let target = meta.entry("annotations").or_insert_with(|| json!({}));
+                if let Some(target) = target.as_object_mut() {
+                    target.extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+            });
+        }
+        let key = object_key(def, namespace, name);
+        self.commit_update(def, key, old, candidate, dry_run);
+        Ok(
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        )
+    }
+
+    /// Opens a watch on one resource (all namespaces; the caller filters).
+    pub fn open_watch(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        from: WatchFrom,
+    ) -> Result<WatchStart, ApiError> {
+        let control = self.control.subscribe();
+        let epochs = *control.borrow();
+        let rv = self.rv;
+        let col = self.collection(def);
+        let (initial, backlog) = match from {
+            WatchFrom::Now { initial } => {
+                let objects = if initial {
+                    col.objects
+                        .iter()
+                        .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
+                        .map(|(_, obj)| obj.clone())
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (objects, Vec::new())
+            }
+            WatchFrom::After(from_rv) => {
+                if from_rv < col.compacted_rv {
+                    return Err(ApiError::Expired(format!(
+                        "too old resource version: {from_rv} ({})",
+                        col.compacted_rv + 1
+                    )));
+                }
+                let backlog = col
+                    .history
+                    .iter()
+                    .filter(|c| c.rv > from_rv)
+                    .cloned()
+                    .collect();
+                (Vec::new(), backlog)
+            }
+        };
+        Ok(WatchStart {
+            initial,
+            backlog,
+            events: col.events.subscribe(),
+            control,
+            epochs,
+            rv,
+        })
+    }
+
+    /// Forgets all history (as an etcd compaction would) and tells every open watch to
+    /// fail with 410 Expired.
+    pub fn expire_watches(&mut self) {
+        let rv = self.rv;
+        for col in self.collections.values_mut() {
+            col.history.clear();
+            col.compacted_rv = rv;
+        }
+        self.control.send_modify(|c| c.expire_epoch += 1);
+    }
+
+    /// Tells every open watch to end its stream cleanly.
+    pub fn close_watches(&mut self) {
+        self.control.send_modify(|c| c.close_epoch += 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Registry;
+
+    fn cms() -> ResourceDef {
+        Registry::builtins()
+            .get("", "v1", "configmaps")
+            .cloned()
+            .expect("configmaps")
+    }
+
+    fn cm(name: &str) -> Value {
+        json!({"metadata": {"name": name}, "data": {"k": "v"}})
+    }
+
+    #[test]
+    fn every_write_bumps_the_global_resource_version() {
+        let mut store = Store::new(10);
+        let def = cms();
+        let a = store
+            .create(&def, Some("ns"), cm("a"), false)
+            .expect("create a");
+        let b = store
+            .create(&def, Some("ns"), cm("b"), false)
+            .expect("create b");
+        assert_eq!(a["metadata"]["resourceVersion"], "1");
+        assert_eq!(b["metadata"]["resourceVersion"], "2");
+        assert_eq!(store.current_rv(), 2);
+        let err = store
+            .create(&def, Some("ns"), cm("a"), false)
+            .expect_err("duplicate");
+        assert_eq!(err.reason(), "AlreadyExists");
+    }
+
+    #[test]
+    fn noop_patch_keeps_resource_version_and_history() {
+        let mut store = Store::new(10);
+        let def = cms();
+        store
+            .create(&def, Some("ns"), cm("a"), false)
+            .expect("create");
+        let same = json!({"data": {"k": "v"}});
+        let out = store
+            .patch(
+                &def,
+                Target::Main,
+                Some("ns"),
+                "a",
+                PatchType::Merge,
+                &same,
+                false,
+            )
+            .expect("patch");
+        assert_eq!(out.object["metadata"]["resourceVersion"], "1");
+        assert_eq!(store.current_rv(), 1);
+        let start = store
+            .open_watch(&def, None, WatchFrom::After(0))
+            .expect("watch");
+        assert_eq!(start.backlog.len(), 1);
+    }
+
+    #[test]
+    fn history_eviction_expires_old_resource_versions() {
+        let mut store = Store::new(2);
+        let def = cms();
+        for name in ["a", "b", "c"] {
+            store
+                .create(&def, Some("ns"), cm(name), false)
+                .expect("create");
+        }
+        let err = store
+            .open_watch(&def, None, WatchFrom::After(0))
+            .err()
+            .expect("expired");
+        assert_eq!(err.code(), 410);
+        let ok = store
+            .open_watch(&def, None, WatchFrom::After(1))
+            .expect("still in history");
+        assert_eq!(
+            ok.backlog.iter().map(|c| c.rv).collect::<Vec<_>>(),
+            vec![2, 3]
+        );
+    }
+
+    #[test]
+    fn finalizers_hold_deletion_until_removed() {
+        let mut store = Store::new(10);
+        let def = cms();
+        let mut body = cm("a");
+        body["metadata"]["finalizers"] = json!(["example.com/x"]);
+        store.create(&def, Some("ns"), body, false).expect("create");
+        let (obj, gone) = store
+            .delete(&def, Some("ns"), "a", &DeleteOptions::default())
+            .expect("delete");
+        assert!(!gone);
+        assert!(is_terminating(&obj));
+        assert!(store.get(&def, Some("ns"), "a").is_ok());
+        let clear = json!({"metadata": {"finalizers": null}});
+        store
+            .patch(
+                &def,
+                Target::Main,
+                Some("ns"),
+                "a",
+                PatchType::Merge,
+                &clear,
+                false,
+            )
+            .expect("remove finalizer");
+        assert_eq!(
+            store.get(&def, Some("ns"), "a").err().map(|e| e.code()),
+            Some(404)
+        );
+    }
+
+    #[test]
+    fn delete_preconditions_are_checked() {
+        let mut store = Store::new(10);
+        let def = cms();
+        store
+            .create(&def, Some("ns"), cm("a"), false)
+            .expect("create");
+        let stale = DeleteOptions {
+            resource_version: Some("0".into()),
+            ..DeleteOptions::default()
+        };
+        let err = store
+            .delete(&def, Some("ns"), "a", &stale)
+            .expect_err("stale");
+        assert_eq!(err.code(), 409);
+    }
+
+    #[test]
+    fn generated_suffixes_use_the_upstream_alphabet() {
+        let s = random_suffix();
+        assert_eq!(s.len(), 5);
+        assert!(
+            s.bytes()
+                .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
+        );
+    }
+}
