@@ -1,0 +1,288 @@
+//! Errors on both sides of the wire.
+//!
+//! A provider returns [`ProviderError`]; the server harness turns it into a gRPC status (with a
+//! [`ScaleUpError`](crate::pb::extensions::ScaleUpError) detail for capacity and quota
+//! failures). The client turns any status back into [`ClientError`], whose
+//! [`category`](ClientError::category) is what the planner acts on.
+
+use std::time::Duration;
+
+use prost::Message;
+use tonic::{Code, Status};
+
+use crate::model::ErrorClass;
+use crate::pb::extensions as ext;
+
+/// What a provider implementation reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The named node group or node is unknown to the provider.
+    #[error("{what} not found")]
+    NotFound {
+        /// What was looked up, e.g. `node group "gpu"`.
+        what: String,
+    },
+    /// The cloud has no capacity; nothing (or nothing lasting) was started.
+    #[error("out of capacity: {message}")]
+    OutOfCapacity {
+        /// Provider error code, e.g. `InsufficientInstanceCapacity`.
+        code: String,
+        /// Detail.
+        message: String,
+        /// Instances that were started and terminated again.
+        rolled_back: i32,
+    },
+    /// A quota or limit stopped the request.
+    #[error("quota exceeded: {message}")]
+    Quota {
+        /// Provider error code, e.g. `QUOTA_EXCEEDED`.
+        code: String,
+        /// Detail.
+        message: String,
+    },
+    /// The request breaks a rule (size above max, bad delta, ...).
+    #[error("invalid request: {message}")]
+    InvalidArgument {
+        /// Detail naming the field.
+        message: String,
+    },
+    /// The optional method is not offered by this provider.
+    #[error("{method} is not implemented by this provider")]
+    NotImplemented {
+        /// The method.
+        method: &'static str,
+    },
+    /// A failure that may pass on retry (cloud API throttling, a flaky write).
+    #[error("temporary failure: {message}")]
+    Unavailable {
+        /// Detail.
+        message: String,
+    },
+    /// Anything else.
+    #[error("internal error: {message}")]
+    Internal {
+        /// Detail.
+        message: String,
+    },
+}
+
+impl From<ProviderError> for Status {
+    fn from(err: ProviderError) -> Self {
+        let message = err.to_string();
+        match err {
+            ProviderError::NotFound { .. } => Status::not_found(message),
+            ProviderError::OutOfCapacity {
+                code,
+                message: detail,
+                rolled_back,
+            } => scale_up_status(
+                ErrorClass::OutOfCapacity,
+                code,
+                detail,
+                rolled_back,
+                message,
+            ),
+            ProviderError::Quota {
+                code,
+                message: detail,
+            } => scale_up_status(ErrorClass::Quota, code, detail, 0, message),
+            ProviderError::InvalidArgument { .. } => Status::invalid_argument(message),
+            ProviderError::NotImplemented { .. } => Status::unimplemented(message),
+            ProviderError::Unavailable { .. } => Status::unavailable(message),
+            ProviderError::Internal { .. } => Status::internal(message),
+        }
+    }
+}
+
+fn scale_up_status(
+    class: ErrorClass,
+    code: String,
+    detail: String,
+    rolled_back: i32,
+    message: String,
+) -> Status {
+    let detail = ext::ScaleUpError {
+        error_class: crate::convert::error_class_to_pb(Some(class)).into(),
+        error_code: code,
+        error_message: detail,
+        rolled_back,
+    };
+    Status::with_details(
+        Code::ResourceExhausted,
+        message,
+        detail.encode_to_vec().into(),
+    )
+}
+
+/// What the planner can do about a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCategory {
+    /// Retry later; nothing is known to be wrong with the request.
+    Transient,
+    /// The cloud is out of capacity for this group: back off the group, try another.
+    OutOfCapacity,
+    /// A quota or limit was hit: back off the group until the quota changes.
+    Quota,
+    /// The provider does not offer the call: use a fallback, don't retry.
+    NotImplemented,
+    /// Our side is misconfigured (endpoint, TLS files, protocol mismatch): fix and restart.
+    Config,
+    /// The provider refused this request (unknown group, size out of range): don't retry as is.
+    Rejected,
+}
+
+impl ErrorCategory {
+    /// A bounded label for metrics.
+    #[must_use]
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Self::Transient => "transient",
+            Self::OutOfCapacity => "out_of_capacity",
+            Self::Quota => "quota",
+            Self::NotImplemented => "not_implemented",
+            Self::Config => "config",
+            Self::Rejected => "rejected",
+        }
+    }
+}
+
+/// A failed call of [`ProviderClient`](crate::ProviderClient).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// A TLS file could not be read.
+    #[error("unable to read TLS {what} file {path}")]
+    TlsFile {
+        /// `CA certificate`, `client certificate` or `client key`.
+        what: &'static str,
+        /// The path given.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The endpoint or TLS settings are unusable.
+    #[error("invalid provider endpoint {endpoint}")]
+    Endpoint {
+        /// The endpoint given.
+        endpoint: String,
+        /// Why tonic refused it.
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The RPC failed with a gRPC status.
+    #[error("provider call {method} failed with {code:?}: {message}", code = status.code(), message = status.message())]
+    Rpc {
+        /// Full method name.
+        method: &'static str,
+        /// The status as received.
+        status: Status,
+        /// The scale-up detail, when the provider attached one.
+        scale_up: Option<ext::ScaleUpError>,
+    },
+    /// The call did not finish within its deadline.
+    #[error("provider call {method} gave no answer within {timeout:?}")]
+    Timeout {
+        /// Full method name.
+        method: &'static str,
+        /// The per-call deadline.
+        timeout: Duration,
+    },
+    /// The extension service is not served by this provider.
+    #[error(
+        "provider does not serve draautoscaler.provider.v1.NodeGroupExtensions, needed for {feature}"
+    )]
+    ExtensionUnavailable {
+        /// The feature that needs it.
+        feature: &'static str,
+    },
+    /// A response was malformed (missing field, undecodable Kubernetes object).
+    #[error("provider call {method} returned an unusable {field}: {reason}")]
+    Decode {
+        /// Full method name.
+        method: &'static str,
+        /// The field at fault.
+        field: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+impl ClientError {
+    /// Builds an [`ClientError::Rpc`], decoding a [`ext::ScaleUpError`] detail if present.
+    #[must_use]
+    pub fn from_status(method: &'static str, status: Status) -> Self {
+        let scale_up = if status.details().is_empty() {
+            None
+        } else {
+            ext::ScaleUpError::decode(status.details()).ok()
+        };
+        Self::Rpc {
+            method,
+            status,
+            scale_up,
+        }
+    }
+
+    /// The category the planner acts on.
+    #[must_use]
+    pub fn category(&self) -> ErrorCategory {
+        match self {
+            Self::TlsFile { .. } | Self::Endpoint { .. } | Self::Decode { .. } => {
+                ErrorCategory::Config
+            }
+            Self::Timeout { .. } => ErrorCategory::Transient,
+            Self::ExtensionUnavailable { .. } => ErrorCategory::NotImplemented,
+            Self::Rpc {
+                status, scale_up, ..
+            } => categorize(status.code(), scale_up.as_ref()),
+        }
+    }
+
+    /// The error class a scale-up failure carried, if any.
+    #[must_use]
+    pub fn error_class(&self) -> Option<ErrorClass> {
+        match self {
+            Self::Rpc {
+                scale_up: Some(detail),
+                ..
+            } => crate::convert::error_class_from_pb(detail.error_class),
+            _ => None,
+        }
+    }
+}
+
+fn categorize(code: Code, scale_up: Option<&ext::ScaleUpError>) -> ErrorCategory {
+    match code {
+        // Internal is how providers report failed cloud or Kubernetes writes; they may pass.
+        Code::Unavailable
+        | Code::DeadlineExceeded
+        | Code::Aborted
+        | Code::Cancelled
+        | Code::Unknown
+        | Code::Internal => ErrorCategory::Transient,
+        Code::ResourceExhausted => {
+            match scale_up.and_then(|d| crate::convert::error_class_from_pb(d.error_class)) {
+                Some(ErrorClass::Quota) => ErrorCategory::Quota,
+                // Without a detail, RESOURCE_EXHAUSTED from a cloud is a stockout far more often than
+                // gRPC flow control, and treating it as capacity backs the group off, which is safe.
+                _ => ErrorCategory::OutOfCapacity,
+            }
+        }
+        Code::Unimplemented => ErrorCategory::NotImplemented,
+        Code::Unauthenticated | Code::PermissionDenied | Code::DataLoss => ErrorCategory::Config,
+        Code::NotFound
+        | Code::InvalidArgument
+        | Code::FailedPrecondition
+        | Code::AlreadyExists
+        | Code::OutOfRange
+        | Code::Ok => ErrorCategory::Rejected,
+    }
+}
+
+/// Whether a retry of an idempotent call may help.
+pub(crate) fn is_retryable(code: Code) -> bool {
+    matches!(
+        code,
+        Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::Unknown
+    )
+}
