@@ -1,0 +1,364 @@
+//! The per-topology-domain indexes behind PodTopologySpread and
+//! InterPodAffinity, built the way upstream's PreFilter builds its maps but
+//! kept alive across pods.
+//!
+//! Upstream scans every pod on every node in each pod's PreFilter. Replicas of
+//! one workload ask the same question (same selector, same topology key), so
+//! here the answer is computed once per distinct question and then kept
+//! current as pods are placed: a pod placed on a node bumps the counts of
+//! every question it matches. Each pod's PreFilter then costs a lookup and a
+//! reference-count increment. Counts are shared copy-on-write (`Arc`), so a
+//! prepared pod keeps the snapshot it was prepared against.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Toleration};
+
+use super::labels::{Labels, Selector};
+use super::node_affinity::RequiredNodeAffinity;
+use super::taint_toleration::{is_do_not_schedule, tolerations_tolerate};
+use super::topology::{Domain, DomainCounts, TopologyColumn};
+
+/// What the indexes need to know about a node: its labels and taints, as a
+/// node object so the shared selector helpers apply.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeRecord {
+    pub(crate) node: Node,
+}
+
+impl NodeRecord {
+    pub(crate) fn labels(&self) -> Option<&Labels> {
+        self.node.metadata.labels.as_ref()
+    }
+}
+
+/// What the indexes need to know about a pod counted on a node.
+#[derive(Debug, Clone)]
+pub(crate) struct PodRecord {
+    pub(crate) namespace: String,
+    pub(crate) labels: Option<Labels>,
+    /// `metadata.deletionTimestamp` is set.
+    pub(crate) terminating: bool,
+    pub(crate) node_index: usize,
+}
+
+/// One affinity-style term: the pod's namespace must be in the set and its
+/// labels must match.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Clause {
+    pub(crate) namespaces: BTreeSet<String>,
+    pub(crate) selector: Selector,
+}
+
+/// A question about existing pods: do they match all clauses? An empty clause
+/// list matches nothing (upstream's `podMatchesAllAffinityTerms` and the
+/// spread plugin's empty-selector rule).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PodMatcher {
+    pub(crate) clauses: Vec<Clause>,
+    /// PodTopologySpread bypasses terminating pods; InterPodAffinity does not.
+    pub(crate) skip_terminating: bool,
+}
+
+impl PodMatcher {
+    pub(crate) fn matches(&self, pod: &PodRecord) -> bool {
+        if self.clauses.is_empty() || (self.skip_terminating && pod.terminating) {
+            return false;
+        }
+        self.clauses.iter().all(|c| {
+            c.namespaces.contains(&pod.namespace) && c.selector.matches(pod.labels.as_ref())
+        })
+    }
+}
+
+/// Which nodes a spread constraint counts on (`nodeLabelsMatchSpreadConstraints`
+/// plus `matchNodeInclusionPolicies`).
+#[derive(Debug, Clone)]
+pub(crate) struct MaskSpec {
+    /// Every topology key of the pod's constraints: a node must have them all.
+    pub(crate) keys: Vec<String>,
+    /// `nodeAffinityPolicy: Honor` with the pod's node affinity.
+    pub(crate) affinity: Option<RequiredNodeAffinity>,
+    /// `nodeTaintsPolicy: Honor` with the pod's tolerations.
+    pub(crate) tolerations: Option<Vec<Toleration>>,
+}
+
+impl MaskSpec {
+    fn cache_key(&self) -> String {
+        let affinity = self.affinity.as_ref().map(RequiredNodeAffinity::cache_key);
+        let tolerations = self
+            .tolerations
+            .as_ref()
+            .map(|t| serde_json::to_string(t).unwrap_or_default());
+        format!("{:?}|{affinity:?}|{tolerations:?}", self.keys)
+    }
+
+    fn admits(&self, node: &Node) -> bool {
+        let labels = node.metadata.labels.as_ref();
+        if !self
+            .keys
+            .iter()
+            .all(|k| labels.is_some_and(|l| l.contains_key(k)))
+        {
+            return false;
+        }
+        if let Some(affinity) = &self.affinity
+            && !affinity.matches(node)
+        {
+            return false;
+        }
+        if let Some(tolerations) = &self.tolerations {
+            let taints = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or_default();
+            if taints
+                .iter()
+                .any(|t| is_do_not_schedule(t) && !tolerations_tolerate(tolerations, t))
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[derive(Debug)]
+struct Mask {
+    spec: MaskSpec,
+    admits: Vec<bool>,
+}
+
+/// Counts for one matcher: per node, and per (topology key, mask) view.
+#[derive(Debug)]
+struct MatcherEntry {
+    matcher: PodMatcher,
+    per_node: Vec<u32>,
+    views: HashMap<(String, Option<usize>), Arc<DomainCounts>>,
+}
+
+/// A required anti-affinity term of a pod already placed, as it judges an
+/// incoming pod: its namespace selector stays a selector, evaluated against
+/// the incoming pod's namespace labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct AntiTerm {
+    pub(crate) namespaces: BTreeSet<String>,
+    pub(crate) namespace_selector: Selector,
+    pub(crate) selector: Selector,
+    pub(crate) topology_key: String,
+}
+
+impl AntiTerm {
+    /// `AffinityTerm.Matches(incoming, nsLabels)`.
+    pub(crate) fn matches(
+        &self,
+        namespace: &str,
+        labels: Option<&Labels>,
+        namespace_labels: Option<&Labels>,
+    ) -> bool {
+        (self.namespaces.contains(namespace) || self.namespace_selector.matches(namespace_labels))
+            && self.selector.matches(labels)
+    }
+}
+
+/// All placed pods that carry one identical anti-affinity term, counted per
+/// domain of its topology key.
+#[derive(Debug)]
+struct AntiGroup {
+    term: AntiTerm,
+    counts: Arc<DomainCounts>,
+}
+
+/// The lazily built, incrementally maintained indexes.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    columns: HashMap<String, Arc<TopologyColumn>>,
+    masks: Vec<Mask>,
+    mask_ids: HashMap<String, usize>,
+    matchers: Vec<MatcherEntry>,
+    matcher_ids: HashMap<PodMatcher, usize>,
+    anti_groups: Vec<AntiGroup>,
+    anti_ids: HashMap<AntiTerm, usize>,
+}
+
+impl Index {
+    /// The column of a topology key, built on first use.
+    pub(crate) fn column(&mut self, key: &str, nodes: &[NodeRecord]) -> Arc<TopologyColumn> {
+        self.columns
+            .entry(key.to_string())
+            .or_insert_with(|| {
+                let mut column = TopologyColumn::new(key);
+                for node in nodes {
+                    column.push_node(node.labels());
+                }
+                Arc::new(column)
+            })
+            .clone()
+    }
+
+    /// The id of a spread eligibility mask, built on first use.
+    pub(crate) fn mask(&mut self, spec: MaskSpec, nodes: &[NodeRecord]) -> usize {
+        let key = spec.cache_key();
+        if let Some(id) = self.mask_ids.get(&key) {
+            return *id;
+        }
+        let admits = nodes.iter().map(|n| spec.admits(&n.node)).collect();
+        self.masks.push(Mask { spec, admits });
+        let id = self.masks.len() - 1;
+        self.mask_ids.insert(key, id);
+        id
+    }
+
+    fn matcher(&mut self, matcher: &PodMatcher, nodes: &[NodeRecord], pods: &[PodRecord]) -> usize {
+        if let Some(id) = self.matcher_ids.get(matcher) {
+            return *id;
+        }
+        let mut per_node = vec![0u32; nodes.len()];
+        for pod in pods.iter().filter(|p| matcher.matches(p)) {
+            if let Some(slot) = per_node.get_mut(pod.node_index) {
+                *slot += 1;
+            }
+        }
+        self.matchers.push(MatcherEntry {
+            matcher: matcher.clone(),
+            per_node,
+            views: HashMap::new(),
+        });
+        let id = self.matchers.len() - 1;
+        self.matcher_ids.insert(matcher.clone(), id);
+        id
+    }
+
+    /// Counts of the pods `matcher` selects per domain of `key`, over the
+    /// nodes of `mask` (all nodes when `None`), with the key's column.
+    pub(crate) fn view(
+        &mut self,
+        matcher: &PodMatcher,
+        key: &str,
+        mask: Option<usize>,
+        nodes: &[NodeRecord],
+        pods: &[PodRecord],
+    ) -> (Arc<TopologyColumn>, Arc<DomainCounts>) {
+        let column = self.column(key, nodes);
+        let id = self.matcher(matcher, nodes, pods);
+        let admits = mask.and_then(|m| self.masks.get(m)).map(|m| &m.admits);
+        let entry = &mut self.matchers[id];
+        let counts = entry
+            .views
+            .entry((key.to_string(), mask))
+            .or_insert_with(|| {
+                let mut counts = DomainCounts::default();
+                for (node_index, pods_here) in entry.per_node.iter().enumerate() {
+                    if admits.is_some_and(|a| !a.get(node_index).copied().unwrap_or(false)) {
+                        continue;
+                    }
+                    if let Some(Domain::Known(domain)) = column.indexed(node_index) {
+                        counts.add_node(domain);
+                        counts.add_pods(domain, i64::from(*pods_here));
+                    }
+                }
+                Arc::new(counts)
+            })
+            .clone();
+        (column, counts)
+    }
+
+    /// Counts one more placed pod carrying an anti-affinity term.
+    pub(crate) fn add_anti_term(
+        &mut self,
+        term: AntiTerm,
+        node_index: usize,
+        nodes: &[NodeRecord],
+    ) {
+        let column = self.column(&term.topology_key, nodes);
+        let id = match self.anti_ids.get(&term) {
+            Some(id) => *id,
+            None => {
+                self.anti_groups.push(AntiGroup {
+                    term: term.clone(),
+                    counts: Arc::new(DomainCounts::default()),
+                });
+                let id = self.anti_groups.len() - 1;
+                self.anti_ids.insert(term, id);
+                id
+            }
+        };
+        if let Some(Domain::Known(domain)) = column.indexed(node_index) {
+            Arc::make_mut(&mut self.anti_groups[id].counts).add_pods(domain, 1);
+        }
+    }
+
+    /// The anti-affinity groups whose term rejects an incoming pod somewhere.
+    pub(crate) fn matching_anti_groups(
+        &mut self,
+        namespace: &str,
+        labels: Option<&Labels>,
+        namespace_labels: Option<&Labels>,
+        nodes: &[NodeRecord],
+    ) -> Vec<(Arc<TopologyColumn>, Arc<DomainCounts>)> {
+        let mut out = Vec::new();
+        for index in 0..self.anti_groups.len() {
+            let group = &self.anti_groups[index];
+            if !group.counts.any_pods() || !group.term.matches(namespace, labels, namespace_labels)
+            {
+                continue;
+            }
+            let counts = group.counts.clone();
+            let key = group.term.topology_key.clone();
+            out.push((self.column(&key, nodes), counts));
+        }
+        out
+    }
+
+    /// A node was appended (its index is `nodes.len() - 1`).
+    pub(crate) fn on_add_node(&mut self, nodes: &[NodeRecord]) {
+        let Some(record) = nodes.last() else {
+            return;
+        };
+        let node_index = nodes.len() - 1;
+        for column in self.columns.values_mut() {
+            Arc::make_mut(column).push_node(record.labels());
+        }
+        for mask in &mut self.masks {
+            let admits = mask.spec.admits(&record.node);
+            mask.admits.push(admits);
+        }
+        for entry in &mut self.matchers {
+            entry.per_node.push(0);
+            for ((key, mask), counts) in &mut entry.views {
+                let admitted =
+                    mask.is_none_or(|m| self.masks.get(m).is_some_and(|m| m.admits[node_index]));
+                let domain = self.columns.get(key).and_then(|c| c.indexed(node_index));
+                if admitted && let Some(Domain::Known(domain)) = domain {
+                    Arc::make_mut(counts).add_node(domain);
+                }
+            }
+        }
+    }
+
+    /// A pod was counted on a node.
+    pub(crate) fn on_add_pod(&mut self, pod: &PodRecord) {
+        let node_index = pod.node_index;
+        for entry in &mut self.matchers {
+            if !entry.matcher.matches(pod) {
+                continue;
+            }
+            if let Some(slot) = entry.per_node.get_mut(node_index) {
+                *slot += 1;
+            }
+            for ((key, mask), counts) in &mut entry.views {
+                let admitted = mask.is_none_or(|m| {
+                    self.masks
+                        .get(m)
+                        .is_some_and(|m| m.admits.get(node_index).copied().unwrap_or(false))
+                });
+                let domain = self.columns.get(key).and_then(|c| c.indexed(node_index));
+                if admitted && let Some(Domain::Known(domain)) = domain {
+                    Arc::make_mut(counts).add_pods(domain, 1);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,559 @@
+//! kube-scheduler's Filter plugins other than DynamicResources, with
+//! upstream's semantics and reasons.
+//!
+//! The framework mirrors the scheduler's two phases:
+//!
+//! ```text
+//! FilterState::new(nodes, bound pods, namespaces)      ← the scheduler cache
+//!   │  add_node (template nodes)  add_pod (placements)  ← kept current
+//!   ▼
+//! prepare(pod) → PreparedPod                           ← PreFilter, once per pod
+//!   ▼
+//! filter(pod, node) → Ok | Rejection{plugin, reason}   ← Filter, per node
+//! ```
+//!
+//! Filters run in upstream's order — NodeUnschedulable, NodeName,
+//! TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit,
+//! PodTopologySpread, InterPodAffinity — and the first refusal wins, as the
+//! framework stops at the first failing plugin. The DRA allocator, which
+//! upstream runs last (DynamicResources), is the caller's next step.
+//!
+//! Everything a check needs per node is an integer in a flat vector indexed
+//! by node, or a per-topology-domain count prepared once per pod, so a check
+//! costs O(constraints), never O(pods). Counts behind PodTopologySpread and
+//! InterPodAffinity are computed once per distinct selector and kept current
+//! as pods are placed (see [`index`]).
+//!
+//! Volume plugins and scoring are not modelled: see `docs/divergences.md`.
+
+mod extended_resources;
+mod index;
+mod inter_pod_affinity;
+mod labels;
+mod node_affinity;
+mod node_name;
+mod node_ports;
+mod node_resources_fit;
+mod node_unschedulable;
+mod pod_topology_spread;
+mod requests;
+mod taint_toleration;
+mod topology;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, PoisonError};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, NodeSpec, Pod, Toleration};
+use k8s_openapi::api::resource::v1::DeviceClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
+pub use labels::SelectorParseError;
+
+use crate::gates::FeatureGates;
+use extended_resources::ExtendedResourceMap;
+use index::{Index, NodeRecord, PodRecord};
+use inter_pod_affinity::{AffinityRefusal, PreparedAffinity};
+use labels::NamespaceRegistry;
+use node_affinity::RequiredNodeAffinity;
+use node_ports::HostPort;
+use node_resources_fit::{NodeResources, PodRequest};
+use pod_topology_spread::{PreparedConstraint, SpreadRefusal};
+use requests::{ResourceTable, ResourceVec, node_allocatable, pod_requests};
+
+/// One of the Filter plugins, in upstream's order ([`Plugin::ORDER`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Plugin {
+    /// Cordoned nodes.
+    NodeUnschedulable,
+    /// `spec.nodeName`.
+    NodeName,
+    /// Node taints against pod tolerations.
+    TaintToleration,
+    /// `nodeSelector` and required node affinity.
+    NodeAffinity,
+    /// Host ports.
+    NodePorts,
+    /// Requests against allocatable.
+    NodeResourcesFit,
+    /// DoNotSchedule topology spread constraints.
+    PodTopologySpread,
+    /// Required pod affinity and anti-affinity.
+    InterPodAffinity,
+}
+
+impl Plugin {
+    /// kube-scheduler's default Filter order (volume plugins left out).
+    pub const ORDER: [Plugin; 8] = [
+        Plugin::NodeUnschedulable,
+        Plugin::NodeName,
+        Plugin::TaintToleration,
+        Plugin::NodeAffinity,
+        Plugin::NodePorts,
+        Plugin::NodeResourcesFit,
+        Plugin::PodTopologySpread,
+        Plugin::InterPodAffinity,
+    ];
+
+    /// The plugin's upstream name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Plugin::NodeUnschedulable => node_unschedulable::NAME,
+            Plugin::NodeName => node_name::NAME,
+            Plugin::TaintToleration => taint_toleration::NAME,
+            Plugin::NodeAffinity => node_affinity::NAME,
+            Plugin::NodePorts => node_ports::NAME,
+            Plugin::NodeResourcesFit => node_resources_fit::NAME,
+            Plugin::PodTopologySpread => pod_topology_spread::NAME,
+            Plugin::InterPodAffinity => inter_pod_affinity::NAME,
+        }
+    }
+}
+
+/// Name reported when a node index is not in the state (a caller bug).
+const STATE_NAME: &str = "FilterState";
+
+/// A node refused a pod: the plugin and the reason in upstream's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// Upstream plugin name, e.g. `NodeResourcesFit`.
+    pub plugin: &'static str,
+    /// Upstream's reason, e.g. `Insufficient nvidia.com/gpu`; several reasons
+    /// of one plugin are joined with ", ".
+    pub reason: String,
+}
+
+/// What went wrong, kept as a few integers so the hot loop allocates
+/// nothing; [`Refusal::reason`] spells it out when a caller reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RefusalKind {
+    UnknownNode,
+    NotInPreFilterResult,
+    Unschedulable,
+    NodeName,
+    Taint(usize),
+    NodeAffinity,
+    NodePorts,
+    Resources(u64),
+    Spread(SpreadRefusal),
+    Affinity(AffinityRefusal),
+}
+
+/// A refusal before it is put into words; see [`FilterState::check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    plugin: &'static str,
+    kind: RefusalKind,
+}
+
+impl Refusal {
+    /// The refusing plugin's upstream name.
+    #[must_use]
+    pub fn plugin(&self) -> &'static str {
+        self.plugin
+    }
+
+    /// The reason in upstream's words. `pod` and `node` must be the ones the
+    /// check ran with (the taint and resource names come from them).
+    #[must_use]
+    pub fn reason(&self, pod: &PreparedPod, node: &Node) -> String {
+        match self.kind {
+            RefusalKind::UnknownNode => format!(
+                "node {:?} is not in the filter state (add it with add_node first)",
+                node.metadata.name.as_deref().unwrap_or_default()
+            ),
+            RefusalKind::NotInPreFilterResult => node_affinity::PREFILTER_REASON.into(),
+            RefusalKind::Unschedulable => node_unschedulable::REASON.into(),
+            RefusalKind::NodeName => node_name::REASON.into(),
+            RefusalKind::Taint(index) => node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .and_then(|t| t.get(index))
+                .map_or_else(
+                    || "node(s) had untolerated taint(s)".into(),
+                    taint_toleration::reason,
+                ),
+            RefusalKind::NodeAffinity => node_affinity::REASON.into(),
+            RefusalKind::NodePorts => node_ports::REASON.into(),
+            RefusalKind::Resources(mask) => node_resources_fit::reason(&pod.request, mask),
+            RefusalKind::Spread(SpreadRefusal::MissingLabel) => {
+                pod_topology_spread::MISSING_LABEL_REASON.into()
+            }
+            RefusalKind::Spread(SpreadRefusal::Skew) => pod_topology_spread::REASON.into(),
+            RefusalKind::Affinity(AffinityRefusal::Affinity) => {
+                inter_pod_affinity::AFFINITY_REASON.into()
+            }
+            RefusalKind::Affinity(AffinityRefusal::AntiAffinity) => {
+                inter_pod_affinity::ANTI_AFFINITY_REASON.into()
+            }
+            RefusalKind::Affinity(AffinityRefusal::ExistingAntiAffinity) => {
+                inter_pod_affinity::EXISTING_ANTI_AFFINITY_REASON.into()
+            }
+        }
+    }
+
+    /// The full rejection.
+    #[must_use]
+    pub fn into_rejection(self, pod: &PreparedPod, node: &Node) -> Rejection {
+        Rejection {
+            plugin: self.plugin,
+            reason: self.reason(pod, node),
+        }
+    }
+}
+
+/// Everything about one pod that the filters compute once (PreFilter):
+/// requests, tolerations, node affinity, host ports, spread constraints and
+/// affinity terms with the domain counts of the moment it was prepared.
+#[derive(Debug, Clone)]
+pub struct PreparedPod {
+    /// Extended resources (KEP-5004) a DeviceClass can serve, with the pod's
+    /// total request of each: on a node that does not advertise one, it is
+    /// left to the DRA allocator through [`extended_resource_claim`] instead
+    /// of being counted by NodeResourcesFit.
+    pub extended_via_dra: Vec<(String, i64)>,
+    node_name: Option<String>,
+    tolerations: Vec<Toleration>,
+    node_affinity: Option<RequiredNodeAffinity>,
+    prefilter_nodes: Option<HashSet<String>>,
+    ports: Vec<HostPort>,
+    request: PodRequest,
+    spread: Vec<PreparedConstraint>,
+    affinity: PreparedAffinity,
+}
+
+/// Per-node resource and port usage.
+#[derive(Debug, Clone, Default)]
+struct NodeUsage {
+    allocatable: ResourceVec,
+    allowed_pods: i64,
+    requested: ResourceVec,
+    pod_count: i64,
+    ports: Vec<HostPort>,
+}
+
+/// Per-node aggregates (requested resources, used host ports, pod count,
+/// pods with labels for affinity and spread) plus per-topology-domain
+/// indexes, so affinity and spread checks are O(1)–O(constraints) per node.
+#[derive(Debug)]
+pub struct FilterState {
+    nodes: Vec<NodeRecord>,
+    usage: Vec<NodeUsage>,
+    node_ids: HashMap<String, usize>,
+    pods: Vec<PodRecord>,
+    namespaces: NamespaceRegistry,
+    resources: ResourceTable,
+    extended: ExtendedResourceMap,
+    extended_gate: bool,
+    /// Built lazily by `prepare`, which only has `&self`.
+    index: Mutex<Index>,
+}
+
+/// The parts of a node the indexes read, without its status.
+fn skeleton(node: &Node) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: node.metadata.name.clone(),
+            labels: node.metadata.labels.clone(),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec {
+            taints: node.spec.as_ref().and_then(|s| s.taints.clone()),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// Pods that hold resources on their node: bound and not finished (the
+/// scheduler's informer leaves out Succeeded and Failed pods).
+fn is_active(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+impl FilterState {
+    /// `nodes` in the simulation's node order (index = node index); `pods`
+    /// all pods, of which those bound to one of `nodes` and not finished are
+    /// counted on their node.
+    #[must_use]
+    pub fn new(nodes: &[Node], pods: &[Pod], namespaces: &[Namespace]) -> Self {
+        let mut state = Self {
+            nodes: Vec::with_capacity(nodes.len()),
+            usage: Vec::with_capacity(nodes.len()),
+            node_ids: HashMap::with_capacity(nodes.len()),
+            pods: Vec::new(),
+            namespaces: NamespaceRegistry::new(namespaces),
+            resources: ResourceTable::default(),
+            extended: ExtendedResourceMap::default(),
+            extended_gate: false,
+            index: Mutex::new(Index::default()),
+        };
+        for node in nodes {
+            state.add_node(node);
+        }
+        for pod in pods.iter().filter(|p| is_active(p)) {
+            let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+            if let Some(node_index) = bound.and_then(|name| state.node_ids.get(name).copied()) {
+                state.add_pod(pod, node_index);
+            }
+        }
+        state
+    }
+
+    /// Enables KEP-5004 (extended resources backed by DRA) when the gate is
+    /// on: names the classes map are left to DRA on nodes that do not
+    /// advertise them. Without this call every extended resource is counted
+    /// against node allocatable, as with the gate off.
+    pub fn set_device_classes(&mut self, classes: &[DeviceClass], gates: &FeatureGates) {
+        self.extended = ExtendedResourceMap::new(classes);
+        self.extended_gate = gates.extended_resource;
+    }
+
+    /// A node added later (template node of a node group); returns its index
+    /// (== previous number of nodes).
+    pub fn add_node(&mut self, node: &Node) -> usize {
+        let mut allocatable = ResourceVec::default();
+        let allowed_pods = allocatable.add_list(&node_allocatable(node), &mut self.resources);
+        self.usage.push(NodeUsage {
+            allocatable,
+            allowed_pods,
+            ..NodeUsage::default()
+        });
+        self.nodes.push(NodeRecord {
+            node: skeleton(node),
+        });
+        let index = self.nodes.len() - 1;
+        if let Some(name) = node.metadata.name.as_deref() {
+            self.node_ids.entry(name.to_string()).or_insert(index);
+        }
+        self.index
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .on_add_node(&self.nodes);
+        index
+    }
+
+    /// Counts a pod placed on node `node_index` (resources, ports, affinity
+    /// and spread indexes). An index past the known nodes is ignored.
+    pub fn add_pod(&mut self, pod: &Pod, node_index: usize) {
+        let Some(usage) = self.usage.get_mut(node_index) else {
+            return;
+        };
+        // Bound pods passed validation; a bad quantity counts as zero.
+        let requests = pod_requests(pod, false).unwrap_or_default();
+        usage.requested.add_list(&requests, &mut self.resources);
+        usage.pod_count += 1;
+        usage.ports.extend(node_ports::pod_host_ports(pod));
+        let namespace = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        self.namespaces.note(&namespace);
+        let record = PodRecord {
+            namespace,
+            labels: pod.metadata.labels.clone(),
+            terminating: pod.metadata.deletion_timestamp.is_some(),
+            node_index,
+        };
+        let index = self.index.get_mut().unwrap_or_else(PoisonError::into_inner);
+        index.on_add_pod(&record);
+        for term in inter_pod_affinity::placed_anti_terms(pod) {
+            index.add_anti_term(term, node_index, &self.nodes);
+        }
+        self.pods.push(record);
+    }
+
+    /// How many nodes the state knows.
+    #[must_use]
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The index of a node by name.
+    #[must_use]
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.node_ids.get(name).copied()
+    }
+
+    /// PreFilter: everything about the pod computed once (requests,
+    /// tolerations, affinity terms, spread constraints with their current
+    /// domain counts). `nodes` is accepted for symmetry with the scheduler's
+    /// PreFilter; the state already holds what it needs.
+    ///
+    /// # Errors
+    /// What upstream's PreFilter refuses, making the pod unschedulable on
+    /// every node: a request that is not a quantity, node affinity terms
+    /// pinning disjoint node names, a label selector that does not parse.
+    pub fn prepare(&self, pod: &Pod, _nodes: &[Node]) -> Result<PreparedPod, String> {
+        let key = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        );
+        let prefilter_nodes = node_affinity::prefilter_node_names(pod).map_err(str::to_string)?;
+        let spec = pod.spec.as_ref();
+        let ports = node_ports::pod_host_ports(pod);
+        let requests = pod_requests(pod, true).map_err(|e| format!("pod {key}: {e}"))?;
+        let request = PodRequest::new(&requests, &self.resources, |name| {
+            self.extended_gate && self.extended.class_for(name).is_some()
+        });
+        let extended_via_dra = request
+            .scalars
+            .iter()
+            .filter(|s| s.via_dra && s.quantity > 0)
+            .map(|s| (s.name.clone(), s.quantity))
+            .collect();
+        let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+        let spread = pod_topology_spread::prepare(pod, &mut index, &self.nodes, &self.pods)?;
+        let affinity = inter_pod_affinity::prepare(
+            pod,
+            &self.namespaces,
+            &mut index,
+            &self.nodes,
+            &self.pods,
+        )?;
+        Ok(PreparedPod {
+            extended_via_dra,
+            node_name: spec.and_then(|s| s.node_name.clone()),
+            tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
+            node_affinity: RequiredNodeAffinity::of(pod),
+            prefilter_nodes,
+            ports,
+            request,
+            spread,
+            affinity,
+        })
+    }
+
+    /// Runs the filters in upstream's order and returns the first rejection.
+    ///
+    /// # Errors
+    /// The first plugin that refuses the node, with upstream's reason.
+    pub fn filter(
+        &self,
+        pod: &PreparedPod,
+        node_index: usize,
+        node: &Node,
+    ) -> Result<(), Rejection> {
+        self.check(pod, node_index, node)
+            .map_err(|refusal| refusal.into_rejection(pod, node))
+    }
+
+    /// [`filter`](Self::filter) without building the reason string, for hot
+    /// loops that only report some refusals.
+    ///
+    /// # Errors
+    /// The first plugin that refuses the node.
+    pub fn check(&self, pod: &PreparedPod, node_index: usize, node: &Node) -> Result<(), Refusal> {
+        if node_index >= self.nodes.len() {
+            return Err(Refusal {
+                plugin: STATE_NAME,
+                kind: RefusalKind::UnknownNode,
+            });
+        }
+        if let Some(names) = &pod.prefilter_nodes
+            && !node
+                .metadata
+                .name
+                .as_ref()
+                .is_some_and(|n| names.contains(n))
+        {
+            return Err(Refusal {
+                plugin: node_affinity::NAME,
+                kind: RefusalKind::NotInPreFilterResult,
+            });
+        }
+        for plugin in Plugin::ORDER {
+            self.check_plugin(plugin, pod, node_index, node)?;
+        }
+        Ok(())
+    }
+
+    /// One plugin's Filter alone (for per-plugin costs and tests).
+    ///
+    /// # Errors
+    /// The plugin refuses the node.
+    pub fn check_plugin(
+        &self,
+        plugin: Plugin,
+        pod: &PreparedPod,
+        node_index: usize,
+        node: &Node,
+    ) -> Result<(), Refusal> {
+        let refuse = |kind| {
+            Err(Refusal {
+                plugin: plugin.name(),
+                kind,
+            })
+        };
+        let Some(usage) = self.usage.get(node_index) else {
+            return Err(Refusal {
+                plugin: STATE_NAME,
+                kind: RefusalKind::UnknownNode,
+            });
+        };
+        match plugin {
+            Plugin::NodeUnschedulable => {
+                if !node_unschedulable::passes(node, &pod.tolerations) {
+                    return refuse(RefusalKind::Unschedulable);
+                }
+            }
+            Plugin::NodeName => {
+                if !node_name::passes(pod.node_name.as_deref(), node) {
+                    return refuse(RefusalKind::NodeName);
+                }
+            }
+            Plugin::TaintToleration => {
+                let taints = node
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_deref())
+                    .unwrap_or_default();
+                if let Some(index) = taint_toleration::first_untolerated(taints, &pod.tolerations) {
+                    return refuse(RefusalKind::Taint(index));
+                }
+            }
+            Plugin::NodeAffinity => {
+                if pod.node_affinity.as_ref().is_some_and(|a| !a.matches(node)) {
+                    return refuse(RefusalKind::NodeAffinity);
+                }
+            }
+            Plugin::NodePorts => {
+                if !node_ports::passes(&usage.ports, &pod.ports) {
+                    return refuse(RefusalKind::NodePorts);
+                }
+            }
+            Plugin::NodeResourcesFit => {
+                let resources = NodeResources {
+                    allocatable: &usage.allocatable,
+                    allowed_pods: usage.allowed_pods,
+                    requested: &usage.requested,
+                    pod_count: usage.pod_count,
+                };
+                if let Err(mask) =
+                    node_resources_fit::check(&pod.request, &resources, &self.resources)
+                {
+                    return refuse(RefusalKind::Resources(mask));
+                }
+            }
+            Plugin::PodTopologySpread => {
+                if let Err(why) = pod_topology_spread::check(&pod.spread, node_index, node) {
+                    return refuse(RefusalKind::Spread(why));
+                }
+            }
+            Plugin::InterPodAffinity => {
+                if pod.affinity.is_empty() {
+                    return Ok(());
+                }
+                if let Err(why) = inter_pod_affinity::check(&pod.affinity, node_index, node) {
+                    return refuse(RefusalKind::Affinity(why));
+                }
+            }
+        }
+        Ok(())
+    }
+}

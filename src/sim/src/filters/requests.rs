@@ -1,0 +1,352 @@
+//! What a pod asks for and what a node offers, as integers.
+//!
+//! Upstream computes a pod's requests with `resource.PodRequests`
+//! (component-helpers): regular containers are summed; each init container
+//! runs alone, next to the restartable (sidecar) init containers started
+//! before it, so the pod needs the larger of the two phases; pod-level
+//! requests (cpu, memory, hugepages) replace the container sums; pod overhead
+//! is added last. That arithmetic is done here on exact nano-units and only
+//! then rounded up the way `Quantity.Value()`/`MilliValue()` round, so that
+//! `0.5 + 0.5` is 1, not 2.
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::quantity::{QuantityError, nano_value};
+
+/// Nano-units per unit.
+const NANO: i128 = 1_000_000_000;
+/// Nano-units per milli-unit.
+const NANO_PER_MILLI: i128 = 1_000_000;
+
+/// Prefix of the implicit extended resource of a DeviceClass (KEP-5004).
+pub(crate) const DEVICE_CLASS_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
+/// `v1helper.IsPrefixedNativeResource`.
+pub(crate) fn is_prefixed_native(name: &str) -> bool {
+    name.contains("kubernetes.io/")
+}
+
+/// `v1helper.IsExtendedResourceName`: outside the `kubernetes.io` domain,
+/// namespaced by a slash, and not a quota `requests.` name.
+pub(crate) fn is_extended(name: &str) -> bool {
+    let native = !name.contains('/') || is_prefixed_native(name);
+    !native && !name.starts_with("requests.")
+}
+
+/// `schedutil.IsScalarResourceName`: the names NodeResourcesFit tracks beyond
+/// cpu, memory and ephemeral storage. Anything else is ignored upstream.
+pub(crate) fn is_scalar(name: &str) -> bool {
+    is_extended(name)
+        || name.starts_with("hugepages-")
+        || is_prefixed_native(name)
+        || name.starts_with("attachable-volumes-")
+}
+
+/// `schedutil.IsDRAExtendedResourceName`.
+pub(crate) fn is_dra_extended(name: &str) -> bool {
+    is_extended(name) || name.starts_with(DEVICE_CLASS_PREFIX)
+}
+
+/// Resources supported at pod level (`resource.IsSupportedPodLevelResource`).
+fn is_pod_level_supported(name: &str) -> bool {
+    name == "cpu" || name == "memory" || name.starts_with("hugepages-")
+}
+
+/// An exact resource list: name → nano-units.
+pub(crate) type NanoList = BTreeMap<String, i128>;
+
+fn parse_list(
+    list: Option<&BTreeMap<String, Quantity>>,
+    strict: bool,
+) -> Result<NanoList, QuantityError> {
+    let mut out = NanoList::new();
+    for (name, quantity) in list.into_iter().flatten() {
+        match nano_value(&quantity.0) {
+            Ok(v) => {
+                out.insert(name.clone(), v);
+            }
+            // Objects already in the cluster passed API validation; a bad
+            // quantity there is a damaged snapshot, counted as zero.
+            Err(e) if strict => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(out)
+}
+
+fn add_into(target: &mut NanoList, other: &NanoList) {
+    for (name, v) in other {
+        let slot = target.entry(name.clone()).or_insert(0);
+        *slot = slot.saturating_add(*v);
+    }
+}
+
+fn max_into(target: &mut NanoList, other: &NanoList) {
+    for (name, v) in other {
+        let slot = target.entry(name.clone()).or_insert(0);
+        *slot = (*slot).max(*v);
+    }
+}
+
+fn container_requests(container: &Container, strict: bool) -> Result<NanoList, QuantityError> {
+    parse_list(
+        container
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref()),
+        strict,
+    )
+}
+
+/// `resource.PodRequests(pod, {})` with pod-level resources enabled (beta and
+/// on by default from 1.34, the oldest release modelled).
+///
+/// # Errors
+/// A request that is not a quantity, when `strict` (pending pods); bound pods
+/// count a bad quantity as zero.
+pub(crate) fn pod_requests(pod: &Pod, strict: bool) -> Result<NanoList, QuantityError> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(NanoList::new());
+    };
+    let mut total = NanoList::new();
+    for container in &spec.containers {
+        add_into(&mut total, &container_requests(container, strict)?);
+    }
+    let mut sidecars = NanoList::new();
+    let mut init_peak = NanoList::new();
+    for container in spec.init_containers.iter().flatten() {
+        let own = container_requests(container, strict)?;
+        let phase = if container.restart_policy.as_deref() == Some("Always") {
+            // A sidecar keeps running next to the regular containers.
+            add_into(&mut total, &own);
+            add_into(&mut sidecars, &own);
+            sidecars.clone()
+        } else {
+            let mut phase = own;
+            add_into(&mut phase, &sidecars);
+            phase
+        };
+        max_into(&mut init_peak, &phase);
+    }
+    max_into(&mut total, &init_peak);
+    let pod_level = parse_list(
+        spec.resources.as_ref().and_then(|r| r.requests.as_ref()),
+        strict,
+    )?;
+    if pod_level.keys().any(|k| is_pod_level_supported(k)) {
+        for (name, v) in pod_level {
+            if is_pod_level_supported(&name) {
+                total.insert(name, v);
+            }
+        }
+    }
+    add_into(&mut total, &parse_list(spec.overhead.as_ref(), strict)?);
+    Ok(total)
+}
+
+/// `Quantity.Value()`: whole units, rounded up, saturating.
+pub(crate) fn units(nanos: i128) -> i64 {
+    round_up(nanos, NANO)
+}
+
+/// `Quantity.MilliValue()`: milli-units, rounded up, saturating.
+pub(crate) fn millis(nanos: i128) -> i64 {
+    round_up(nanos, NANO_PER_MILLI)
+}
+
+/// `Quantity.AsInt64()`: the value when it is a whole number that fits.
+pub(crate) fn exact_units(nanos: i128) -> Option<i64> {
+    if nanos % NANO == 0 {
+        i64::try_from(nanos / NANO).ok()
+    } else {
+        None
+    }
+}
+
+fn round_up(nanos: i128, unit: i128) -> i64 {
+    let v = if nanos >= 0 {
+        (nanos + unit - 1) / unit
+    } else {
+        nanos / unit
+    };
+    i64::try_from(v).unwrap_or(if v > 0 { i64::MAX } else { i64::MIN })
+}
+
+/// Interned names of scalar resources, so per-node vectors are indexed by
+/// a small integer instead of hashed by name in the hot loop.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ResourceTable {
+    ids: HashMap<String, u32>,
+}
+
+impl ResourceTable {
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+}
+
+/// cpu, memory, ephemeral storage and scalars of one node or pod, as
+/// framework.Resource holds them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ResourceVec {
+    pub(crate) milli_cpu: i64,
+    pub(crate) memory: i64,
+    pub(crate) ephemeral_storage: i64,
+    /// Indexed by [`ResourceTable`] id; missing entries are zero.
+    pub(crate) scalars: Vec<i64>,
+}
+
+impl ResourceVec {
+    /// A scalar by id, zero when absent.
+    pub(crate) fn scalar(&self, id: u32) -> i64 {
+        self.scalars.get(id as usize).copied().unwrap_or(0)
+    }
+
+    fn scalar_mut(&mut self, id: u32) -> &mut i64 {
+        let index = id as usize;
+        if self.scalars.len() <= index {
+            self.scalars.resize(index + 1, 0);
+        }
+        &mut self.scalars[index]
+    }
+
+    /// `framework.Resource.Add` of a resource list, interning scalar names.
+    /// Returns the `pods` entry, which a node's allocatable carries.
+    pub(crate) fn add_list(&mut self, list: &NanoList, table: &mut ResourceTable) -> i64 {
+        let mut pods = 0i64;
+        for (name, nanos) in list {
+            match name.as_str() {
+                "cpu" => self.milli_cpu = self.milli_cpu.saturating_add(millis(*nanos)),
+                "memory" => self.memory = self.memory.saturating_add(units(*nanos)),
+                "ephemeral-storage" => {
+                    self.ephemeral_storage = self.ephemeral_storage.saturating_add(units(*nanos));
+                }
+                "pods" => pods = pods.saturating_add(units(*nanos)),
+                other if is_scalar(other) => {
+                    let slot = self.scalar_mut(table.intern(other));
+                    *slot = slot.saturating_add(units(*nanos));
+                }
+                _ => {}
+            }
+        }
+        pods
+    }
+}
+
+/// A node's `status.allocatable`, parsed leniently (a damaged entry is zero).
+pub(crate) fn node_allocatable(node: &Node) -> NanoList {
+    let list = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    parse_list(list, false).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
+
+    fn container(requests: &[(&str, &str)], sidecar: bool) -> Container {
+        Container {
+            name: "c".into(),
+            resources: Some(ResourceRequirements {
+                requests: Some(
+                    requests
+                        .iter()
+                        .map(|(k, v)| ((*k).to_string(), Quantity((*v).to_string())))
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            restart_policy: sidecar.then(|| "Always".to_string()),
+            ..Default::default()
+        }
+    }
+
+    fn pod(containers: Vec<Container>, init: Vec<Container>) -> Pod {
+        Pod {
+            spec: Some(PodSpec {
+                containers,
+                init_containers: Some(init),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    // The example in the comment of upstream's computePodResourceRequest.
+    #[test]
+    fn init_containers_take_the_max_regular_ones_the_sum() {
+        let p = pod(
+            vec![
+                container(&[("cpu", "2"), ("memory", "1G")], false),
+                container(&[("cpu", "1"), ("memory", "1G")], false),
+            ],
+            vec![
+                container(&[("cpu", "2"), ("memory", "1G")], false),
+                container(&[("cpu", "2"), ("memory", "3G")], false),
+            ],
+        );
+        let r = pod_requests(&p, true).unwrap();
+        assert_eq!(millis(r["cpu"]), 3000);
+        assert_eq!(units(r["memory"]), 3_000_000_000);
+    }
+
+    // KEP-753's example: sidecars add to the regular containers and to every
+    // later init container.
+    #[test]
+    fn sidecars_add_to_everything_after_them() {
+        let p = pod(
+            vec![container(&[("cpu", "1")], false)],
+            vec![
+                container(&[("cpu", "1")], true),
+                container(&[("cpu", "3")], false),
+            ],
+        );
+        let r = pod_requests(&p, true).unwrap();
+        // max(regular 1 + sidecar 1, init 3 + sidecar 1) = 4
+        assert_eq!(millis(r["cpu"]), 4000);
+    }
+
+    #[test]
+    fn fractions_are_summed_before_rounding() {
+        let p = pod(
+            vec![
+                container(&[("memory", "0.5")], false),
+                container(&[("memory", "0.5")], false),
+            ],
+            vec![],
+        );
+        assert_eq!(units(pod_requests(&p, true).unwrap()["memory"]), 1);
+    }
+
+    #[test]
+    fn resource_name_classes_follow_v1helper() {
+        assert!(is_extended("nvidia.com/gpu"));
+        assert!(!is_extended("cpu"));
+        assert!(!is_extended("kubernetes.io/foo"));
+        assert!(!is_extended("requests.nvidia.com/gpu"));
+        assert!(is_scalar("hugepages-2Mi"));
+        assert!(is_scalar("attachable-volumes-aws-ebs"));
+        assert!(is_scalar("deviceclass.resource.kubernetes.io/gpu"));
+        assert!(!is_scalar("foo"));
+        assert!(is_dra_extended("deviceclass.resource.kubernetes.io/gpu"));
+        assert!(!is_dra_extended("hugepages-2Mi"));
+    }
+
+    #[test]
+    fn exact_units_only_for_whole_numbers() {
+        assert_eq!(exact_units(2 * NANO), Some(2));
+        assert_eq!(exact_units(NANO / 2), None);
+    }
+}
