@@ -13,6 +13,7 @@
 pub mod cel;
 pub mod defaults;
 pub mod dra;
+pub mod filters;
 pub mod gates;
 pub mod loader;
 pub mod objects;
