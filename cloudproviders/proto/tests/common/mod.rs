@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use dra_provider::{
-    AtomicIncrease, AutoscalingOptions, CapacityType, CloudProvider, ErrorClass, Instance, InstanceDetails,
-    InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus,
-    ServeOptions, TemplateNode,
+    AtomicIncrease, AutoscalingOptions, CapacityType, CloudProvider, ErrorClass, Instance,
+    InstanceDetails, InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef,
+    ProviderError, ReservationStatus, ServeOptions, TemplateNode,
 };
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::api::resource::v1::{Device, ResourcePool, ResourceSlice, ResourceSliceSpec};
@@ -32,12 +32,19 @@ pub fn template_node() -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some("gpu-template".into()),
-            labels: Some(BTreeMap::from([("dra-autoscaler.io/node-group".into(), "gpu".into())])),
+            labels: Some(BTreeMap::from([(
+                "dra-autoscaler.io/node-group".into(),
+                "gpu".into(),
+            )])),
             ..ObjectMeta::default()
         },
         spec: Some(NodeSpec {
             provider_id: Some("fake://gpu-template".into()),
-            taints: Some(vec![Taint { key: "gpu".into(), effect: "NoSchedule".into(), ..Taint::default() }]),
+            taints: Some(vec![Taint {
+                key: "gpu".into(),
+                effect: "NoSchedule".into(),
+                ..Taint::default()
+            }]),
             ..NodeSpec::default()
         }),
         status: Some(NodeStatus {
@@ -52,25 +59,42 @@ pub fn template_node() -> Node {
 
 pub fn template_slice() -> ResourceSlice {
     ResourceSlice {
-        metadata: ObjectMeta { name: Some("gpu-template-gpu.example.com".into()), ..ObjectMeta::default() },
+        metadata: ObjectMeta {
+            name: Some("gpu-template-gpu.example.com".into()),
+            ..ObjectMeta::default()
+        },
         spec: ResourceSliceSpec {
             driver: "gpu.example.com".into(),
             node_name: Some("gpu-template".into()),
-            pool: ResourcePool { name: "gpu-template".into(), generation: 1, resource_slice_count: 1 },
-            devices: Some(vec![Device { name: "gpu-0".into(), ..Device::default() }]),
+            pool: ResourcePool {
+                name: "gpu-template".into(),
+                generation: 1,
+                resource_slice_count: 1,
+            },
+            devices: Some(vec![Device {
+                name: "gpu-0".into(),
+                ..Device::default()
+            }]),
             ..ResourceSliceSpec::default()
         },
     }
 }
 
 pub fn group() -> NodeGroupRef {
-    NodeGroupRef { id: "gpu".into(), min_size: 0, max_size: 4, debug: "gpu group".into() }
+    NodeGroupRef {
+        id: "gpu".into(),
+        min_size: 0,
+        max_size: 4,
+        debug: "gpu group".into(),
+    }
 }
 
 pub const END: Duration = Duration::from_secs(1_900_000_000);
 
 fn unknown(id: &str) -> ProviderError {
-    ProviderError::NotFound { what: format!("node group {id:?}") }
+    ProviderError::NotFound {
+        what: format!("node group {id:?}"),
+    }
 }
 
 impl Scripted {
@@ -79,7 +103,11 @@ impl Scripted {
     }
 
     fn check(id: &str) -> Result<(), ProviderError> {
-        if id == "gpu" { Ok(()) } else { Err(unknown(id)) }
+        if id == "gpu" {
+            Ok(())
+        } else {
+            Err(unknown(id))
+        }
     }
 }
 
@@ -90,18 +118,31 @@ impl CloudProvider for Scripted {
         Ok(vec![group()])
     }
 
-    async fn node_group_for_node(&self, node: &NodeRef) -> Result<Option<NodeGroupRef>, ProviderError> {
+    async fn node_group_for_node(
+        &self,
+        node: &NodeRef,
+    ) -> Result<Option<NodeGroupRef>, ProviderError> {
         self.record(format!("node_group_for_node {}", node.name));
         Ok(node.provider_id.starts_with("fake://gpu-").then(group))
     }
 
-    async fn node_price(&self, node: &NodeRef, start: SystemTime, end: SystemTime) -> Result<f64, ProviderError> {
+    async fn node_price(
+        &self,
+        node: &NodeRef,
+        start: SystemTime,
+        end: SystemTime,
+    ) -> Result<f64, ProviderError> {
         let hours = end.duration_since(start).unwrap_or_default().as_secs_f64() / 3600.0;
         self.record(format!("node_price {}", node.name));
         Ok(2.5 * hours)
     }
 
-    async fn pod_price(&self, pod_bytes: &[u8], _: SystemTime, _: SystemTime) -> Result<f64, ProviderError> {
+    async fn pod_price(
+        &self,
+        pod_bytes: &[u8],
+        _: SystemTime,
+        _: SystemTime,
+    ) -> Result<f64, ProviderError> {
         Ok(pod_bytes.len() as f64)
     }
 
@@ -134,7 +175,9 @@ impl CloudProvider for Scripted {
         let mut target = self.target.lock().unwrap();
         let size = target.entry(id.to_owned()).or_default();
         if *size + delta > group().max_size {
-            return Err(ProviderError::InvalidArgument { message: "above maxSize".into() });
+            return Err(ProviderError::InvalidArgument {
+                message: "above maxSize".into(),
+            });
         }
         *size += delta;
         Ok(())
@@ -142,7 +185,14 @@ impl CloudProvider for Scripted {
 
     async fn delete_nodes(&self, id: &str, nodes: &[NodeRef]) -> Result<(), ProviderError> {
         Self::check(id)?;
-        self.record(format!("delete_nodes {}", nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(",")));
+        self.record(format!(
+            "delete_nodes {}",
+            nodes
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
         Ok(())
     }
 
@@ -159,11 +209,17 @@ impl CloudProvider for Scripted {
             let mut flaky = self.flaky_nodes.lock().unwrap();
             if *flaky > 0 {
                 *flaky -= 1;
-                return Err(ProviderError::Unavailable { message: "cloud API throttled".into() });
+                return Err(ProviderError::Unavailable {
+                    message: "cloud API throttled".into(),
+                });
             }
         }
         Ok(vec![
-            Instance { id: "fake://gpu-a".into(), state: InstanceState::Running, error: None },
+            Instance {
+                id: "fake://gpu-a".into(),
+                state: InstanceState::Running,
+                error: None,
+            },
             Instance {
                 id: "fake://gpu-b".into(),
                 state: InstanceState::Creating,
@@ -178,10 +234,17 @@ impl CloudProvider for Scripted {
 
     async fn template_node(&self, id: &str) -> Result<TemplateNode, ProviderError> {
         Self::check(id)?;
-        Ok(TemplateNode { node: template_node(), resource_slices: vec![template_slice()] })
+        Ok(TemplateNode {
+            node: template_node(),
+            resource_slices: vec![template_slice()],
+        })
     }
 
-    async fn options(&self, id: &str, defaults: &AutoscalingOptions) -> Result<Option<AutoscalingOptions>, ProviderError> {
+    async fn options(
+        &self,
+        id: &str,
+        defaults: &AutoscalingOptions,
+    ) -> Result<Option<AutoscalingOptions>, ProviderError> {
         Self::check(id)?;
         let mut options = defaults.clone();
         options.zero_or_max_node_scaling = true;
@@ -189,13 +252,19 @@ impl CloudProvider for Scripted {
         Ok(Some(options))
     }
 
-    async fn node_group_details(&self, ids: &[String]) -> Result<Vec<NodeGroupDetails>, ProviderError> {
+    async fn node_group_details(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<NodeGroupDetails>, ProviderError> {
         if let Some(id) = ids.iter().find(|id| *id != "gpu") {
             return Err(unknown(id));
         }
         Ok(vec![NodeGroupDetails {
             id: "gpu".into(),
-            template: TemplateNode { node: template_node(), resource_slices: vec![template_slice()] },
+            template: TemplateNode {
+                node: template_node(),
+                resource_slices: vec![template_slice()],
+            },
             capacity_type: CapacityType::Reserved,
             reservation: Some(ReservationStatus {
                 id: "cr-1".into(),
@@ -209,12 +278,21 @@ impl CloudProvider for Scripted {
         }])
     }
 
-    async fn atomic_increase_size(&self, request: &AtomicIncrease) -> Result<Vec<String>, ProviderError> {
+    async fn atomic_increase_size(
+        &self,
+        request: &AtomicIncrease,
+    ) -> Result<Vec<String>, ProviderError> {
         Self::check(&request.id)?;
-        self.record(format!("atomic {} {} {}", request.count, request.min_count, request.request_id));
+        self.record(format!(
+            "atomic {} {} {}",
+            request.count, request.min_count, request.request_id
+        ));
         match request.count {
             c if c <= 2 => Ok((0..c).map(|i| format!("fake://gpu-{i}")).collect()),
-            3 => Err(ProviderError::Quota { code: "QUOTA_EXCEEDED".into(), message: "GPUS_ALL_REGIONS".into() }),
+            3 => Err(ProviderError::Quota {
+                code: "QUOTA_EXCEEDED".into(),
+                message: "GPUS_ALL_REGIONS".into(),
+            }),
             _ => Err(ProviderError::OutOfCapacity {
                 code: "InsufficientInstanceCapacity".into(),
                 message: "only 2 left".into(),
@@ -256,8 +334,17 @@ pub async fn start<P: CloudProvider>(provider: Arc<P>, options: ServeOptions) ->
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(dra_provider::serve(provider, listener, options, async move {
-        let _ = stopped.await;
-    }));
-    Running { addr, stop: Some(stop), task }
+    let task = tokio::spawn(dra_provider::serve(
+        provider,
+        listener,
+        options,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    Running {
+        addr,
+        stop: Some(stop),
+        task,
+    }
 }
