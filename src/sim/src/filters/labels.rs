@@ -27,6 +27,45 @@ pub struct SelectorParseError {
     pub message: String,
 }
 
+/// `name part` of a qualified name or a label value:
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, at most 63 characters.
+fn is_name_part(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    let alnum = |b: &u8| b.is_ascii_alphanumeric();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes.first().is_some_and(alnum)
+        && bytes.last().is_some_and(alnum)
+        && bytes.iter().all(|b| alnum(b) || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// A valid label value (`validation.IsValidLabelValue`): empty, or a name part.
+pub(crate) fn is_valid_label_value(value: &str) -> bool {
+    value.is_empty() || is_name_part(value)
+}
+
+/// A valid label key (`validation.IsQualifiedName`): an optional DNS-1123
+/// subdomain prefix and a slash, then a name part.
+pub(crate) fn is_qualified_name(key: &str) -> bool {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|label| {
+                let b = label.as_bytes();
+                !b.is_empty()
+                    && b.len() <= 63
+                    && b.first().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                    && b.last().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                    && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            })
+    });
+    prefix_ok && is_name_part(name)
+}
+
 /// One requirement's operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Op {
@@ -72,6 +111,12 @@ impl Selector {
         };
         let mut requirements = Vec::new();
         for (key, value) in selector.match_labels.iter().flatten() {
+            if !is_qualified_name(key) || !is_valid_label_value(value) {
+                return Err(SelectorParseError {
+                    key: key.clone(),
+                    message: format!("invalid label key or value {value:?}"),
+                });
+            }
             requirements.push(Requirement {
                 key: key.clone(),
                 op: Op::In,
@@ -107,6 +152,12 @@ impl Selector {
                     ));
                 }
                 _ => {}
+            }
+            if !is_qualified_name(&expression.key) {
+                return Err(error("invalid label key"));
+            }
+            if let Some(bad) = values.iter().find(|v| !is_valid_label_value(v)) {
+                return Err(error(&format!("invalid label value {bad:?}")));
             }
             values.sort();
             values.dedup();
@@ -246,6 +297,19 @@ mod tests {
         assert!(Selector::compile(Some(&bad("Exists", Some(vec!["x".into()])))).is_err());
         assert!(Selector::compile(Some(&bad("Like", None))).is_err());
         assert!(Selector::compile(Some(&bad("DoesNotExist", None))).is_ok());
+    }
+
+    #[test]
+    fn label_syntax_follows_apimachinery_validation() {
+        for good in ["app", "example.com/gpu", "a-b_c.d", "A1"] {
+            assert!(is_qualified_name(good), "{good}");
+        }
+        for bad in ["", "invalid key", "-a", "a-", "Example.com/x", "/x", "x/"] {
+            assert!(!is_qualified_name(bad), "{bad}");
+        }
+        assert!(is_valid_label_value(""));
+        assert!(!is_valid_label_value("invalid value: ___@#$%^"));
+        assert!(!is_valid_label_value(&"a".repeat(64)));
     }
 
     #[test]

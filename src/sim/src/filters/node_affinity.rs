@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorTerm, Pod};
 
+use super::labels::{is_qualified_name, is_valid_label_value};
 use crate::selectors::node_selector_term_matches;
 
 /// Upstream plugin name.
@@ -26,8 +27,30 @@ pub const CONFLICT_REASON: &str = "pod affinity terms conflict";
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RequiredNodeAffinity {
     node_selector: BTreeMap<String, String>,
-    /// `None` when the pod has no required node affinity.
-    terms: Option<Vec<NodeSelectorTerm>>,
+    /// `None` when the pod has no required node affinity; a term that does
+    /// not parse is kept as `None` (it never matches).
+    terms: Option<Vec<Option<NodeSelectorTerm>>>,
+}
+
+/// Would upstream's `nodeSelectorRequirementsAsSelector` (and its field
+/// counterpart) accept the term?
+fn term_parses(term: &NodeSelectorTerm) -> bool {
+    let expressions_ok = term.match_expressions.iter().flatten().all(|r| {
+        let values = r.values.as_deref().unwrap_or_default();
+        let values_ok = match r.operator.as_str() {
+            "In" | "NotIn" => !values.is_empty() && values.iter().all(|v| is_valid_label_value(v)),
+            "Exists" | "DoesNotExist" => values.is_empty(),
+            "Gt" | "Lt" => matches!(values, [v] if v.parse::<i64>().is_ok()),
+            _ => false,
+        };
+        is_qualified_name(&r.key) && values_ok
+    });
+    let fields_ok = term.match_fields.iter().flatten().all(|r| {
+        r.key == "metadata.name"
+            && matches!(r.operator.as_str(), "In" | "NotIn")
+            && r.values.as_ref().is_some_and(|v| v.len() == 1)
+    });
+    expressions_ok && fields_ok
 }
 
 impl RequiredNodeAffinity {
@@ -43,7 +66,12 @@ impl RequiredNodeAffinity {
                 n.required_during_scheduling_ignored_during_execution
                     .as_ref()
             })
-            .map(|s| s.node_selector_terms.clone());
+            .map(|s| {
+                s.node_selector_terms
+                    .iter()
+                    .map(|t| term_parses(t).then(|| t.clone()))
+                    .collect()
+            });
         if node_selector.is_empty() && terms.is_none() {
             return None;
         }
@@ -67,6 +95,7 @@ impl RequiredNodeAffinity {
             None => true,
             Some(terms) => terms
                 .iter()
+                .flatten()
                 .any(|term| node_selector_term_matches(term, node).unwrap_or(false)),
         }
     }
