@@ -1,2 +1,142 @@
 //! kube-scheduler's structured DRA allocator (the "incubating" variant of
 //! 1.36+), re-implemented over a snapshot.
+//!
+//! For one node (real, or a node-group template) and a pod's unallocated
+//! ResourceClaims, [`DraCatalog::allocate`] decides what upstream's
+//! `Allocate(node, claims)` decides, device for device:
+//!
+//! ```text
+//!  slices ──► catalog (converted once, taint rules applied)
+//!                │  per node, cached:  pools ──► per state stamp: pool states
+//!                ▼
+//!  claims ──► validate requests (gates, classes, sizes, All lists)
+//!                ▼
+//!           depth-first search (claims → requests → devices, first fit)
+//!                ▼
+//!           results + config + nodeSelector   |  reasons  |  error
+//! ```
+//!
+//! Semantics follow upstream's `incubating` allocator with every feature
+//! gate honoured: pools sorted by (driver, pool) with binding-condition pools
+//! last, combinations rather than permutations within a request, global
+//! backtracking over `firstAvailable` alternatives, and upstream's
+//! bookkeeping quirks (documented where they are reproduced). With
+//! `DRAListTypeAttributes` on, constraints use the experimental variant's set
+//! semantics.
+//!
+//! Deliberate differences: pools are keyed by (driver, pool) where upstream
+//! keys counters by pool name only; a quantity that does not parse (which an
+//! API server would have refused) makes its pool invalid; on failure we add
+//! reasons that upstream does not compute.
+
+mod capacity;
+mod catalog;
+mod cel_cache;
+mod cel_shim;
+mod constraints;
+mod diagnose;
+mod inventory;
+mod node_selector;
+mod pool_state;
+mod pools;
+pub mod quantity;
+mod requests;
+mod results;
+mod search;
+mod state;
+
+#[cfg(test)]
+mod tests;
+
+use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
+
+pub use catalog::DraCatalog;
+pub use node_selector::ParsedNodeSelector;
+pub use state::{AllocatedState, DeviceId};
+
+use crate::gates::FeatureGates;
+
+/// The result of one `allocate` call that did not fail.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AllocateOutcome {
+    /// One AllocationResult per input claim, in order.
+    Allocated(Vec<AllocationResult>),
+    /// The claims cannot fit on this node (upstream returns nil, nil).
+    Unschedulable {
+        /// Human sentences, each starting "cannot allocate all claims: ".
+        reasons: Vec<String>,
+    },
+}
+
+/// Why `allocate` failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllocError {
+    /// Node-specific failure: no fit, and some pool is invalid.
+    #[error("{0}")]
+    FailedOnNode(String),
+    /// Fatal for the pod: upstream aborts scheduling it on every node.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// Deterministic share IDs for allocations of multi-allocatable devices:
+/// UUID-shaped strings from a counter, so simulations are reproducible.
+#[derive(Debug, Clone, Default)]
+pub struct ShareIdGenerator {
+    next: u64,
+}
+
+impl ShareIdGenerator {
+    /// The next ID.
+    pub fn next_id(&mut self) -> String {
+        self.next += 1;
+        format!("00000000-0000-4000-8000-{:012x}", self.next)
+    }
+}
+
+/// Work counters, for benchmarks and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllocatorStats {
+    /// `allocate` calls.
+    pub allocate_calls: u64,
+    /// Search steps (upstream's `NumAllocateOneInvocations`).
+    pub allocate_one_invocations: u64,
+}
+
+/// The allocator's view of the feature gates (upstream `Features`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools)] // one flag per upstream feature
+pub(crate) struct Features {
+    pub admin_access: bool,
+    pub prioritized_list: bool,
+    pub partitionable_devices: bool,
+    pub device_taints: bool,
+    pub device_taint_rules: bool,
+    pub consumable_capacity: bool,
+    pub binding_and_status: bool,
+    pub list_type_attributes: bool,
+}
+
+impl Features {
+    pub(crate) fn from_gates(g: &FeatureGates) -> Self {
+        Features {
+            admin_access: g.admin_access,
+            prioritized_list: g.prioritized_list,
+            partitionable_devices: g.partitionable_devices,
+            device_taints: g.device_taints,
+            device_taint_rules: g.device_taint_rules,
+            consumable_capacity: g.consumable_capacity,
+            binding_and_status: g.binding_and_status(),
+            list_type_attributes: g.list_type_attributes,
+        }
+    }
+}
+
+/// `namespace/name`, as klog prints an object reference.
+pub(crate) fn claim_ref(claim: &ResourceClaim) -> String {
+    let name = claim.metadata.name.as_deref().unwrap_or("");
+    match claim.metadata.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}

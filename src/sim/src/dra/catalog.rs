@@ -1,0 +1,401 @@
+//! The device inventory and the `allocate` entry point.
+//!
+//! The catalog owns every converted ResourceSlice and DeviceClass and the
+//! caches that make repeated `allocate` calls cheap:
+//! - slices indexed by node name, by pool and in arrival order;
+//! - per node, the gathered pools, valid until a slice that node can see
+//!   changes (tracked by generation counters per node, for node-less slices
+//!   and per pool);
+//! - per node view, what the allocated state means for each pool, valid for
+//!   one state stamp;
+//! - per device, its CEL value and selector verdicts (see `cel_cache`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
+
+use super::cel_cache::{DeviceCaches, SelectorTable};
+use super::constraints::Constraint;
+use super::diagnose::diagnose;
+use super::inventory::{SliceEntry, convert_slice};
+use super::pool_state::PoolState;
+use super::pools::{Pool, gather};
+use super::requests::{Checker, MAX_RESULTS, validate_claim};
+use super::results::assemble;
+use super::search::{RKey, Search, Stop};
+use super::state::{AllocatedState, FixedMap};
+use super::{AllocError, AllocateOutcome, AllocatorStats, Features, ShareIdGenerator, claim_ref};
+use crate::gates::FeatureGates;
+
+/// A DeviceClass with its selectors interned.
+#[derive(Debug)]
+pub(crate) struct ClassEntry {
+    pub name: String,
+    pub class: DeviceClass,
+    /// One per selector; `None` for a selector without `cel`.
+    pub selectors: Vec<Option<u32>>,
+}
+
+type PoolKey = (String, String);
+
+/// The pools one node sees, with what they depended on.
+struct NodeView {
+    labels: Option<BTreeMap<String, String>>,
+    node_generation: u64,
+    shared_generation: u64,
+    pool_generations: Vec<(PoolKey, u64)>,
+    pools: Result<Vec<Pool>, String>,
+    state_stamp: Option<u64>,
+    states: Vec<PoolState>,
+}
+
+/// The cluster's device inventory and the allocator over it.
+pub struct DraCatalog {
+    gates: FeatureGates,
+    features: Features,
+    classes: FixedMap<String, ClassEntry>,
+    taint_rules: Vec<DeviceTaintRule>,
+    /// Slices by id (arrival order); removed ones leave `None`.
+    slices: Vec<Option<Arc<SliceEntry>>>,
+    by_node: FixedMap<String, Vec<usize>>,
+    shared: Vec<usize>,
+    by_pool: FixedMap<PoolKey, Vec<usize>>,
+    next_generation: u64,
+    node_generations: FixedMap<String, u64>,
+    shared_generation: u64,
+    pool_generations: FixedMap<PoolKey, u64>,
+    views: FixedMap<String, NodeView>,
+    table: SelectorTable,
+    caches: DeviceCaches,
+    stats: AllocatorStats,
+}
+
+impl std::fmt::Debug for DraCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DraCatalog")
+            .field("classes", &self.classes.len())
+            .field("slices", &self.slices.iter().flatten().count())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DraCatalog {
+    /// Builds the catalog. DeviceTaintRules are applied to the slices' devices
+    /// when both `DRADeviceTaints` and `DRADeviceTaintRules` are on.
+    #[must_use]
+    pub fn new(
+        gates: FeatureGates,
+        classes: &[DeviceClass],
+        slices: &[ResourceSlice],
+        taint_rules: &[DeviceTaintRule],
+    ) -> Self {
+        let mut catalog = DraCatalog {
+            gates,
+            features: Features::from_gates(&gates),
+            classes: FixedMap::default(),
+            taint_rules: taint_rules.to_vec(),
+            slices: Vec::with_capacity(slices.len()),
+            by_node: FixedMap::default(),
+            shared: Vec::new(),
+            by_pool: FixedMap::default(),
+            next_generation: 1,
+            node_generations: FixedMap::default(),
+            shared_generation: 0,
+            pool_generations: FixedMap::default(),
+            views: FixedMap::default(),
+            table: SelectorTable::new(&gates),
+            caches: DeviceCaches::default(),
+            stats: AllocatorStats::default(),
+        };
+        for class in classes {
+            catalog.add_class(class.clone());
+        }
+        for slice in slices {
+            catalog.add_slice(slice.clone());
+        }
+        catalog
+    }
+
+    /// Adds (or replaces, by name) a DeviceClass.
+    pub fn add_class(&mut self, class: DeviceClass) {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        let selectors = class
+            .spec
+            .as_ref()
+            .and_then(|s| s.selectors.as_deref())
+            .unwrap_or_default()
+            .iter()
+            .map(|s| s.cel.as_ref().map(|c| self.table.id(&c.expression)))
+            .collect();
+        self.classes.insert(
+            name.clone(),
+            ClassEntry {
+                name,
+                class,
+                selectors,
+            },
+        );
+    }
+
+    /// Adds a slice, e.g. one of a simulated (template) node.
+    pub fn add_slice(&mut self, slice: ResourceSlice) {
+        let apply_rules = self.features.device_taints && self.features.device_taint_rules;
+        let caches = &mut self.caches;
+        let entry = convert_slice(&slice, &self.taint_rules, apply_rules, || {
+            caches.allocate_slot()
+        });
+        let id = self.slices.len();
+        let pool_key = (entry.driver.clone(), entry.pool.clone());
+        match entry.index_node_name() {
+            Some(node) => {
+                let node = node.to_string();
+                self.by_node.entry(node.clone()).or_default().push(id);
+                self.bump_node(&node);
+            }
+            None => {
+                self.shared.push(id);
+                self.shared_generation = self.fresh_generation();
+            }
+        }
+        self.by_pool.entry(pool_key.clone()).or_default().push(id);
+        self.bump_pool(pool_key);
+        self.slices.push(Some(Arc::new(entry)));
+    }
+
+    /// Removes every slice whose `spec.nodeName` is `node_name`.
+    pub fn remove_slices_for_node(&mut self, node_name: &str) {
+        let Some(ids) = self.by_node.remove(node_name) else {
+            return;
+        };
+        for id in ids {
+            let Some(entry) = self.slices.get_mut(id).and_then(Option::take) else {
+                continue;
+            };
+            for device in &entry.devices {
+                self.caches.release_slot(device.slot);
+            }
+            let key = (entry.driver.clone(), entry.pool.clone());
+            if let Some(list) = self.by_pool.get_mut(&key) {
+                list.retain(|i| *i != id);
+            }
+            self.bump_pool(key);
+        }
+        self.bump_node(node_name);
+        self.views.remove(node_name);
+    }
+
+    /// Counters of the work done so far.
+    #[must_use]
+    pub fn stats(&self) -> AllocatorStats {
+        self.stats
+    }
+
+    fn fresh_generation(&mut self) -> u64 {
+        self.next_generation += 1;
+        self.next_generation
+    }
+
+    fn bump_node(&mut self, node: &str) {
+        let g = self.fresh_generation();
+        self.node_generations.insert(node.to_string(), g);
+    }
+
+    fn bump_pool(&mut self, key: PoolKey) {
+        let g = self.fresh_generation();
+        self.pool_generations.insert(key, g);
+    }
+
+    fn view_is_current(&self, name: &str, node: &Node, view: &NodeView) -> bool {
+        view.node_generation == self.node_generations.get(name).copied().unwrap_or(0)
+            && view.shared_generation == self.shared_generation
+            && view.labels == node.metadata.labels
+            && view
+                .pool_generations
+                .iter()
+                .all(|(key, g)| self.pool_generations.get(key).copied().unwrap_or(0) == *g)
+    }
+
+    fn build_view(&self, name: &str, node: &Node) -> NodeView {
+        let node_ids = self
+            .by_node
+            .get(name)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let slices = node_ids
+            .iter()
+            .chain(&self.shared)
+            .filter_map(|id| self.slices.get(*id).and_then(Option::as_ref));
+        let all_of_pool = |driver: &str, pool: &str| -> Vec<&Arc<SliceEntry>> {
+            self.by_pool
+                .get(&(driver.to_string(), pool.to_string()))
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|id| self.slices.get(*id).and_then(Option::as_ref))
+                .collect()
+        };
+        let gathered = gather(&self.features, node, slices, all_of_pool);
+        let (pools, deps) = match gathered {
+            Ok(g) => (Ok(g.pools), g.deps),
+            Err(e) => (Err(e), Default::default()),
+        };
+        NodeView {
+            labels: node.metadata.labels.clone(),
+            node_generation: self.node_generations.get(name).copied().unwrap_or(0),
+            shared_generation: self.shared_generation,
+            pool_generations: deps
+                .into_iter()
+                .map(|k| {
+                    let g = self.pool_generations.get(&k).copied().unwrap_or(0);
+                    (k, g)
+                })
+                .collect(),
+            pools,
+            state_stamp: None,
+            states: Vec::new(),
+        }
+    }
+
+    /// One upstream `Allocate(node, claims)`: all-or-nothing over `claims`
+    /// (the pod's unallocated claims, in pod order).
+    ///
+    /// # Errors
+    /// [`AllocError::FailedOnNode`] when no fit exists and some pool is
+    /// invalid; [`AllocError::Fatal`] for problems that fail the pod on every
+    /// node (CEL errors, unknown classes, unsupported or disabled fields,
+    /// more than 32 devices per claim, unparsable node selectors).
+    pub fn allocate(
+        &mut self,
+        node: &Node,
+        claims: &[&ResourceClaim],
+        allocated: &AllocatedState,
+        share_ids: &mut ShareIdGenerator,
+    ) -> Result<AllocateOutcome, AllocError> {
+        self.stats.allocate_calls += 1;
+        let name = node.metadata.name.as_deref().unwrap_or("");
+        let current = self
+            .views
+            .get(name)
+            .is_some_and(|v| self.view_is_current(name, node, v));
+        if !current {
+            let view = self.build_view(name, node);
+            self.views.insert(name.to_string(), view);
+        }
+        let DraCatalog {
+            gates,
+            features,
+            classes,
+            views,
+            table,
+            caches,
+            stats,
+            ..
+        } = self;
+        let Some(view) = views.get_mut(name) else {
+            return Err(AllocError::Fatal(format!(
+                "internal error: no pool view for node {name}"
+            )));
+        };
+        let pools = match &view.pools {
+            Ok(pools) => pools.as_slice(),
+            Err(e) => return Err(AllocError::Fatal(format!("gather pool information: {e}"))),
+        };
+        if view.state_stamp != Some(allocated.stamp()) {
+            view.states = pools
+                .iter()
+                .map(|p| PoolState::compute(p, allocated))
+                .collect();
+            view.state_stamp = Some(allocated.stamp());
+        }
+        let mut chk = Checker {
+            f: *features,
+            gates,
+            node,
+            pools,
+            table,
+            caches,
+        };
+        let mut slots = Vec::with_capacity(claims.len());
+        let mut constraints = Vec::with_capacity(claims.len());
+        for claim in claims {
+            let (claim_slots, min_devices) =
+                validate_claim(&mut chk, classes, claim).map_err(AllocError::Fatal)?;
+            if min_devices > MAX_RESULTS {
+                return Err(AllocError::Fatal(format!(
+                    "claim {}: number of requested devices {min_devices} exceeds the claim limit of {MAX_RESULTS}",
+                    claim_ref(claim)
+                )));
+            }
+            slots.push(claim_slots);
+            constraints.push(claim_constraints(claim, features.list_type_attributes)?);
+        }
+        let mut search = Search::new(chk, claims, &view.states, slots, constraints, share_ids);
+        let outcome = search.allocate_one(
+            RKey {
+                claim: 0,
+                request: 0,
+                sub: 0,
+            },
+            0,
+            false,
+            (0, 0, 0),
+        );
+        stats.allocate_one_invocations += search.invocations;
+        match outcome {
+            Err(Stop::Fatal(message)) => Err(AllocError::Fatal(message)),
+            Err(Stop::MaxSize) => Err(AllocError::Fatal("allocation max size exceeded".into())),
+            Ok(true) => assemble(&search, name)
+                .map(AllocateOutcome::Allocated)
+                .map_err(AllocError::Fatal),
+            Ok(false) => {
+                let invalid: Vec<String> = pools
+                    .iter()
+                    .filter_map(|p| {
+                        p.invalid
+                            .as_ref()
+                            .map(|why| format!("pool {}: {why}", p.id()))
+                    })
+                    .collect();
+                if !invalid.is_empty() {
+                    return Err(AllocError::FailedOnNode(format!(
+                        "invalid resource pools were encountered: {}",
+                        invalid.join("; ")
+                    )));
+                }
+                Ok(AllocateOutcome::Unschedulable {
+                    reasons: diagnose(&mut search),
+                })
+            }
+        }
+    }
+}
+
+fn claim_constraints(
+    claim: &ResourceClaim,
+    list_mode: bool,
+) -> Result<Vec<Constraint>, AllocError> {
+    let specs = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.devices.as_ref())
+        .and_then(|d| d.constraints.as_deref())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(specs.len());
+    for (i, c) in specs.iter().enumerate() {
+        let requests = c.requests.as_deref().unwrap_or_default();
+        if let Some(attribute) = &c.match_attribute {
+            out.push(Constraint::matching(requests, attribute, list_mode));
+        } else if let Some(attribute) = &c.distinct_attribute {
+            out.push(Constraint::distinct(requests, attribute, list_mode));
+        } else {
+            return Err(AllocError::Fatal(format!(
+                "claim {}, constraint #{i}: empty constraint (unsupported constraint type?)",
+                claim_ref(claim)
+            )));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,356 @@
+//! Why a node cannot take the pod's claims, in sentences an operator can act
+//! on. Upstream only says "cannot allocate all claims"; we count, per
+//! request, how many devices survive each eligibility step against the
+//! cluster's existing allocations, and name the first step that leaves too
+//! few. This runs only after the search failed and never changes its outcome
+//! (selector errors here count as "no match").
+
+use super::capacity;
+use super::claim_ref;
+use super::inventory::DeviceEntry;
+use super::quantity::{Format, Value};
+use super::requests::{DevRef, Mode, RequestData, Slot, selectable};
+use super::search::{RKey, Search, taint_prevents};
+
+const PREFIX: &str = "cannot allocate all claims: ";
+
+/// Counts of candidate devices after each step.
+#[derive(Debug, Default)]
+struct Funnel {
+    matched: usize,
+    free: usize,
+    untainted: usize,
+    counters: usize,
+    capacity: usize,
+    /// An example device dropped at each step, with the reason.
+    allocated_example: Option<String>,
+    taint_example: Option<String>,
+    counter_example: Option<String>,
+    capacity_example: Option<String>,
+}
+
+/// The reasons for a failed search, each prefixed like upstream's status.
+pub(crate) fn diagnose(search: &mut Search<'_, '_>) -> Vec<String> {
+    let mut reasons = Vec::new();
+    let node = search.chk.node.metadata.name.clone().unwrap_or_default();
+    let unusable: Vec<String> = search
+        .chk
+        .pools
+        .iter()
+        .filter(|p| p.incomplete)
+        .map(|p| format!("resource pool {} is incomplete (being updated)", p.id()))
+        .collect();
+    for claim_idx in 0..search.claims.len() {
+        let claim = claim_ref(search.claims[claim_idx]);
+        let mut blocked = false;
+        for request_idx in 0..search.slots[claim_idx].len() {
+            let n_subs = match &search.slots[claim_idx][request_idx] {
+                Slot::Exact(_) => 1,
+                Slot::FirstAvailable(subs) => subs.len(),
+            };
+            let mut why = Vec::new();
+            for sub in 0..n_subs {
+                let key = RKey {
+                    claim: claim_idx,
+                    request: request_idx,
+                    sub,
+                };
+                match request_blocker(search, key) {
+                    Some(reason) => why.push(reason),
+                    None => break,
+                }
+            }
+            if why.len() == n_subs {
+                blocked = true;
+                let request = match &search.slots[claim_idx][request_idx] {
+                    Slot::Exact(d) => d.name.to_string(),
+                    Slot::FirstAvailable(subs) => subs
+                        .first()
+                        .and_then(|d| d.parent)
+                        .unwrap_or("")
+                        .to_string(),
+                };
+                let detail = if n_subs == 1 {
+                    why.join("")
+                } else {
+                    format!("no alternative of firstAvailable fits: {}", why.join("; "))
+                };
+                reasons.push(format!("{PREFIX}claim {claim} request {request}: {detail}"));
+            }
+        }
+        if !blocked {
+            let constraints: Vec<String> = search.constraints[claim_idx]
+                .iter()
+                .map(|c| {
+                    let kind = match c {
+                        super::constraints::Constraint::Match { .. } => "matchAttribute",
+                        super::constraints::Constraint::Distinct { .. } => "distinctAttribute",
+                    };
+                    format!("{kind} {}", c.attribute())
+                })
+                .collect();
+            if !constraints.is_empty() && search.results.iter().all(Vec::is_empty) {
+                reasons.push(format!(
+                    "{PREFIX}claim {claim}: constraint {} cannot be satisfied by the free devices",
+                    constraints.join(", ")
+                ));
+            }
+        }
+    }
+    if reasons.is_empty() {
+        reasons.push(format!(
+            "{PREFIX}each request has enough free devices on its own, but not all requests of the pod's claims \
+             can be satisfied together (they compete for the same devices or counters, or a constraint fails)"
+        ));
+    }
+    if search.chk.pools.is_empty() {
+        reasons.push(format!("{PREFIX}node {node} has no resource pools"));
+    }
+    for u in unusable {
+        reasons.push(format!("{PREFIX}{u}"));
+    }
+    reasons
+}
+
+/// `None` when the (sub)request on its own has enough eligible devices.
+fn request_blocker(search: &mut Search<'_, '_>, key: RKey) -> Option<String> {
+    let data: &RequestData<'_> = search.request_of(key);
+    let needed = data.num_devices;
+    let mode = data.mode;
+    let class = data.class_name.to_string();
+    let all_devices = data.all_devices.clone();
+    let name = data.full_name();
+    if mode == Mode::All {
+        if all_devices.is_empty() {
+            return Some(format!(
+                "allocationMode All needs at least one device of class {class}, but none matches"
+            ));
+        }
+        for dev in all_devices {
+            if let Some(reason) = device_blocker(search, key, dev) {
+                return Some(format!(
+                    "allocationMode All needs every matching device, but {reason}"
+                ));
+            }
+        }
+        return None;
+    }
+    if needed <= 0 {
+        return None;
+    }
+    let funnel = funnel(search, key);
+    let needed = usize::try_from(needed).unwrap_or(usize::MAX);
+    let prefix = if search.request_of(key).parent.is_some() {
+        format!("{name}: ")
+    } else {
+        String::new()
+    };
+    let dev = |n: usize| if n == 1 { "device" } else { "devices" };
+    if funnel.matched < needed {
+        return Some(format!(
+            "{prefix}{} {} of class {class} match the selectors, {needed} needed",
+            funnel.matched,
+            dev(funnel.matched)
+        ));
+    }
+    if funnel.free < needed {
+        let example = funnel
+            .allocated_example
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        return Some(format!(
+            "{prefix}{} {} match but only {} {} free, {needed} needed{example}",
+            funnel.matched,
+            dev(funnel.matched),
+            funnel.free,
+            if funnel.free == 1 { "is" } else { "are" }
+        ));
+    }
+    if funnel.untainted < needed {
+        let example = funnel.taint_example.unwrap_or_default();
+        return Some(format!(
+            "{prefix}{} free {} left after taints, {needed} needed: {example}",
+            funnel.untainted,
+            dev(funnel.untainted)
+        ));
+    }
+    if funnel.counters < needed {
+        let example = funnel.counter_example.unwrap_or_default();
+        return Some(format!(
+            "{prefix}{} {} left after shared counters, {needed} needed: {example}",
+            funnel.counters,
+            dev(funnel.counters)
+        ));
+    }
+    if funnel.capacity < needed {
+        let example = funnel.capacity_example.unwrap_or_default();
+        return Some(format!(
+            "{prefix}{} {} with enough capacity, {needed} needed: {example}",
+            funnel.capacity,
+            dev(funnel.capacity)
+        ));
+    }
+    None
+}
+
+fn funnel(search: &mut Search<'_, '_>, key: RKey) -> Funnel {
+    let mut funnel = Funnel::default();
+    let pools = search.chk.pools;
+    for (pool_idx, pool) in pools.iter().enumerate() {
+        if !pool.usable() {
+            continue;
+        }
+        for (slice_idx, slice) in pool.slices.iter().enumerate() {
+            for device_idx in 0..slice.devices.len() {
+                let dev = DevRef {
+                    pool: pool_idx,
+                    slice: slice_idx,
+                    device: device_idx,
+                    flat: pool.offsets[slice_idx] + device_idx,
+                };
+                if !matches_selectors(search, key, dev) {
+                    continue;
+                }
+                funnel.matched += 1;
+                let device = &slice.devices[device_idx];
+                let data = search.request_of(key);
+                if !data.admin && search.states[pool_idx].exclusive[dev.flat] {
+                    if funnel.allocated_example.is_none() {
+                        funnel.allocated_example =
+                            Some(format!("device {} is allocated", device.name));
+                    }
+                    continue;
+                }
+                funnel.free += 1;
+                if let Some(reason) = taint_reason(search, key, device) {
+                    funnel.taint_example.get_or_insert(reason);
+                    continue;
+                }
+                funnel.untainted += 1;
+                if let Some(reason) = counter_reason(search, key, dev) {
+                    funnel.counter_example.get_or_insert(reason);
+                    continue;
+                }
+                funnel.counters += 1;
+                if let Some(reason) = capacity_reason(search, key, dev) {
+                    funnel.capacity_example.get_or_insert(reason);
+                    continue;
+                }
+                funnel.capacity += 1;
+            }
+        }
+    }
+    funnel
+}
+
+fn matches_selectors(search: &mut Search<'_, '_>, key: RKey, dev: DevRef) -> bool {
+    let claim = search.claims[key.claim];
+    let data = match &search.slots[key.claim][key.request] {
+        Slot::Exact(d) => d,
+        Slot::FirstAvailable(subs) => &subs[key.sub],
+    };
+    let ok = selectable(&mut search.chk, claim, data, dev).unwrap_or(false);
+    ok && (!search.chk.f.consumable_capacity
+        || capacity::fits(data.capacity.as_deref(), device_of(search, dev), None, None).is_some())
+}
+
+fn device_of<'s>(search: &'s Search<'_, '_>, dev: DevRef) -> &'s DeviceEntry {
+    &search.chk.pools[dev.pool].slices[dev.slice].devices[dev.device]
+}
+
+/// Why one fixed device of an `All` request cannot be taken.
+fn device_blocker(search: &mut Search<'_, '_>, key: RKey, dev: DevRef) -> Option<String> {
+    let device = device_of(search, dev);
+    let data = search.request_of(key);
+    if !data.admin && search.states[dev.pool].exclusive[dev.flat] {
+        return Some(format!("device {} is allocated", device.name));
+    }
+    if let Some(reason) = taint_reason(search, key, device) {
+        return Some(reason);
+    }
+    if let Some(reason) = counter_reason(search, key, dev) {
+        return Some(reason);
+    }
+    capacity_reason(search, key, dev)
+}
+
+fn taint_reason(search: &Search<'_, '_>, key: RKey, device: &DeviceEntry) -> Option<String> {
+    if !search.chk.f.device_taints {
+        return None;
+    }
+    let tolerations = search.request_of(key).tolerations;
+    if !taint_prevents(&device.taints, tolerations) {
+        return None;
+    }
+    let taint = device.taints.iter().find(|t| {
+        (t.effect == "NoSchedule" || t.effect == "NoExecute")
+            && taint_prevents(std::slice::from_ref(*t), tolerations)
+    })?;
+    Some(format!(
+        "device {} is tainted {}={}:{} and the request does not tolerate it",
+        device.name, taint.key, taint.value, taint.effect
+    ))
+}
+
+fn counter_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<String> {
+    let f = search.chk.f;
+    let pool = &search.chk.pools[dev.pool];
+    let device = device_of(search, dev);
+    if device.consumes.is_empty() {
+        return None;
+    }
+    if !f.partitionable_devices {
+        return Some(format!(
+            "device {} consumes shared counters, which need the DRAPartitionableDevices feature",
+            device.name
+        ));
+    }
+    let state = &search.states[dev.pool];
+    if f.consumable_capacity && device.allow_multi && state.consumed[dev.flat].is_some() {
+        // Later shares ride on the first share's counters.
+        return None;
+    }
+    let _ = key;
+    for (set_idx, set) in pool.counter_sets.iter().enumerate() {
+        for (counter_idx, (counter, _)) in set.counters.iter().enumerate() {
+            let own = pool.consumption[dev.flat]
+                .iter()
+                .filter(|(s, c, _)| *s == set_idx && *c == counter_idx)
+                .fold(super::quantity::Amount::ZERO, |acc, (_, _, a)| acc.add(*a));
+            let left = state.available[set_idx][counter_idx];
+            if left < own {
+                let show = |a| {
+                    Value {
+                        amount: a,
+                        format: Format::BinarySi,
+                    }
+                    .canonical()
+                };
+                return Some(format!(
+                    "device {}: counter set {} counter {counter} exhausted ({} left, {} needed)",
+                    device.name,
+                    set.name,
+                    show(left),
+                    show(own)
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn capacity_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<String> {
+    if !search.chk.f.consumable_capacity {
+        return None;
+    }
+    let data = search.request_of(key);
+    let device = device_of(search, dev);
+    let consumed = search.states[dev.pool].consumed[dev.flat].as_deref();
+    match capacity::fits(data.capacity.as_deref(), device, consumed, None) {
+        Some(true) => None,
+        _ => Some(format!(
+            "device {} has not enough free capacity for the request (or the request violates its request policy)",
+            device.name
+        )),
+    }
+}

@@ -1,0 +1,82 @@
+//! What the cluster's existing allocations mean for one pool: which devices
+//! are exclusively held, how much of each shared device's capacity is
+//! consumed, and how much of each shared counter is left (upstream's
+//! per-pool `availableCounters`, which may go negative).
+//!
+//! Computed once per (node view, allocated-state stamp) so that repeated
+//! `allocate` calls against an unchanged state only do index lookups.
+
+use super::pools::Pool;
+use super::quantity::Amount;
+use super::state::AllocatedState;
+
+/// Allocation facts for one pool, indexed by the pool's flat device numbers.
+#[derive(Debug, Default)]
+pub(crate) struct PoolState {
+    /// In upstream's `AllocatedDevices`.
+    pub exclusive: Vec<bool>,
+    /// Upstream's `AggregatedCapacity` entry, aligned with the device's
+    /// capacities (names the device lacks are dropped, missing ones are 0).
+    pub consumed: Vec<Option<Vec<Amount>>>,
+    /// Counters left per counter set and counter, before this call.
+    pub available: Vec<Vec<Amount>>,
+}
+
+impl PoolState {
+    pub fn compute(pool: &Pool, state: &AllocatedState) -> PoolState {
+        let mut out = PoolState {
+            exclusive: vec![false; pool.n_devices],
+            consumed: vec![None; pool.n_devices],
+            available: pool
+                .counter_sets
+                .iter()
+                .map(|set| set.counters.iter().map(|(_, v)| *v).collect())
+                .collect(),
+        };
+        let Some(allocations) = state.pool(&pool.driver, &pool.name) else {
+            return out;
+        };
+        for (slice_idx, slice) in pool.slices.iter().enumerate() {
+            let offset = pool.offsets[slice_idx];
+            for (i, device) in slice.devices.iter().enumerate() {
+                let flat = offset + i;
+                out.exclusive[flat] = allocations.exclusive.contains(&device.name);
+                if let Some(consumed) = allocations.capacity.get(&device.name) {
+                    out.consumed[flat] = Some(
+                        device
+                            .capacities
+                            .iter()
+                            .map(|c| consumed.get(&c.name).copied().unwrap_or_default())
+                            .collect(),
+                    );
+                }
+            }
+        }
+        if !pool.counter_sets.is_empty() {
+            for slice in pool.slices.iter().chain(&pool.not_targeting) {
+                for device in &slice.devices {
+                    if !allocations.is_allocated(&device.name) {
+                        continue;
+                    }
+                    for consumption in &device.consumes {
+                        let Some(set_idx) = pool
+                            .counter_sets
+                            .iter()
+                            .position(|s| s.name == consumption.counter_set)
+                        else {
+                            continue;
+                        };
+                        let set = &pool.counter_sets[set_idx];
+                        for (counter, amount) in &consumption.counters {
+                            if let Some(idx) = set.counters.iter().position(|(n, _)| n == counter) {
+                                let slot = &mut out.available[set_idx][idx];
+                                *slot = slot.sub(*amount);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}

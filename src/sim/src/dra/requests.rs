@@ -1,0 +1,422 @@
+//! Per-request validation and sizing before the search (upstream
+//! `validateDeviceRequest` and the claim loop in `Allocate`): gate checks,
+//! class lookup, selector ids, parsed capacity requests, the device count and,
+//! for `allocationMode: All`, the fixed list of devices that must all be
+//! allocated.
+
+use k8s_openapi::api::resource::v1::{
+    CapacityRequirements, DeviceRequest, DeviceSelector, DeviceSubRequest, DeviceToleration,
+    ExactDeviceRequest, ResourceClaim,
+};
+
+use super::capacity;
+use super::catalog::ClassEntry;
+use super::cel_cache::{DeviceCaches, EvalError, SelectorTable};
+use super::node_selector::node_matches;
+use super::pools::Pool;
+use super::quantity::Value;
+use super::state::FixedMap;
+use super::{Features, claim_ref};
+use crate::gates::FeatureGates;
+
+/// Upstream's limit on results per claim (`AllocationResultsMaxSize`).
+pub(crate) const MAX_RESULTS: i64 = 32;
+
+/// How many devices a (sub)request wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    ExactCount,
+    All,
+}
+
+/// A device by its position in the node's pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DevRef {
+    pub pool: usize,
+    pub slice: usize,
+    pub device: usize,
+    /// The device's number within its pool.
+    pub flat: usize,
+}
+
+impl DevRef {
+    /// A key unique within one call.
+    pub fn key(self) -> u64 {
+        ((self.pool as u64) << 32) | self.flat as u64
+    }
+}
+
+/// One request, or one subrequest of a `firstAvailable` list.
+#[derive(Debug)]
+pub(crate) struct RequestData<'c> {
+    pub name: &'c str,
+    /// The `firstAvailable` request this subrequest belongs to.
+    pub parent: Option<&'c str>,
+    pub class: &'c ClassEntry,
+    pub class_name: &'c str,
+    pub selectors: Vec<u32>,
+    pub mode: Mode,
+    pub num_devices: i64,
+    /// For `All`: the devices, fixed up front.
+    pub all_devices: Vec<DevRef>,
+    pub admin: bool,
+    pub tolerations: &'c [DeviceToleration],
+    /// `capacity.requests`, parsed; `None` without a map.
+    pub capacity: Option<Vec<(String, Value)>>,
+}
+
+impl RequestData<'_> {
+    /// `r` or `r/s`, as results name it.
+    pub fn full_name(&self) -> String {
+        match self.parent {
+            Some(parent) => format!("{parent}/{}", self.name),
+            None => self.name.to_string(),
+        }
+    }
+
+    /// The name constraints are keyed by: the parent's for subrequests.
+    pub fn base_name(&self) -> &str {
+        self.parent.unwrap_or(self.name)
+    }
+
+    /// The subrequest's own name, for constraint scopes.
+    pub fn sub_name(&self) -> Option<&str> {
+        self.parent.map(|_| self.name)
+    }
+}
+
+/// A request slot of a claim.
+#[derive(Debug)]
+pub(crate) enum Slot<'c> {
+    Exact(RequestData<'c>),
+    FirstAvailable(Vec<RequestData<'c>>),
+}
+
+/// Shared inputs for validating requests and checking selectors.
+pub(crate) struct Checker<'a> {
+    pub f: Features,
+    pub gates: &'a FeatureGates,
+    pub node: &'a k8s_openapi::api::core::v1::Node,
+    pub pools: &'a [Pool],
+    pub table: &'a mut SelectorTable,
+    pub caches: &'a mut DeviceCaches,
+}
+
+/// The fields a request and a subrequest share.
+struct Fields<'c> {
+    name: &'c str,
+    class_name: &'c str,
+    selectors: &'c [DeviceSelector],
+    mode: Option<&'c str>,
+    count: Option<i64>,
+    admin_access: Option<bool>,
+    tolerations: &'c [DeviceToleration],
+    capacity: Option<&'c CapacityRequirements>,
+}
+
+impl<'c> Fields<'c> {
+    fn exact(name: &'c str, r: &'c ExactDeviceRequest) -> Self {
+        Fields {
+            name,
+            class_name: &r.device_class_name,
+            selectors: r.selectors.as_deref().unwrap_or_default(),
+            mode: r.allocation_mode.as_deref(),
+            count: r.count,
+            admin_access: r.admin_access,
+            tolerations: r.tolerations.as_deref().unwrap_or_default(),
+            capacity: r.capacity.as_ref(),
+        }
+    }
+
+    fn sub(r: &'c DeviceSubRequest) -> Self {
+        Fields {
+            name: &r.name,
+            class_name: &r.device_class_name,
+            selectors: r.selectors.as_deref().unwrap_or_default(),
+            mode: r.allocation_mode.as_deref(),
+            count: r.count,
+            admin_access: None,
+            tolerations: r.tolerations.as_deref().unwrap_or_default(),
+            capacity: r.capacity.as_ref(),
+        }
+    }
+}
+
+/// Validates all requests of one claim; returns its slots and the minimum
+/// number of devices it needs.
+///
+/// # Errors
+/// The fatal message upstream would return.
+pub(crate) fn validate_claim<'c>(
+    chk: &mut Checker<'_>,
+    classes: &'c FixedMap<String, ClassEntry>,
+    claim: &'c ResourceClaim,
+) -> Result<(Vec<Slot<'c>>, i64), String> {
+    let requests: &'c [DeviceRequest] = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.devices.as_ref())
+        .and_then(|d| d.requests.as_deref())
+        .unwrap_or_default();
+    let mut slots = Vec::with_capacity(requests.len());
+    let mut min_devices: i64 = 0;
+    for request in requests {
+        let subs = request.first_available.as_deref().unwrap_or_default();
+        if !chk.f.prioritized_list && !subs.is_empty() {
+            return Err(format!(
+                "claim {}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
+                claim_ref(claim),
+                request.name
+            ));
+        }
+        if !chk.f.consumable_capacity {
+            if request
+                .exactly
+                .as_ref()
+                .is_some_and(|e| e.capacity.is_some())
+            {
+                return Err(format!(
+                    "claim {}, request {}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+                    claim_ref(claim),
+                    request.name
+                ));
+            }
+            if let Some(sub) = subs.iter().find(|s| s.capacity.is_some()) {
+                return Err(format!(
+                    "claim {}, subrequest {}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+                    claim_ref(claim),
+                    sub.name
+                ));
+            }
+        }
+        if subs.is_empty() {
+            let Some(exact) = request.exactly.as_ref() else {
+                return Err(format!(
+                    "claim {}, request {}: missing device class name (unsupported request type?)",
+                    claim_ref(claim),
+                    request.name
+                ));
+            };
+            let data = validate(
+                chk,
+                classes,
+                claim,
+                Fields::exact(&request.name, exact),
+                None,
+            )?;
+            min_devices += data.num_devices;
+            slots.push(Slot::Exact(data));
+        } else {
+            let mut datas = Vec::with_capacity(subs.len());
+            let mut min = i64::MAX;
+            for sub in subs {
+                let data = validate(chk, classes, claim, Fields::sub(sub), Some(&request.name))?;
+                min = min.min(data.num_devices);
+                datas.push(data);
+            }
+            min_devices += min;
+            slots.push(Slot::FirstAvailable(datas));
+        }
+    }
+    Ok((slots, min_devices))
+}
+
+fn validate<'c>(
+    chk: &mut Checker<'_>,
+    classes: &'c FixedMap<String, ClassEntry>,
+    claim: &'c ResourceClaim,
+    fields: Fields<'c>,
+    parent: Option<&'c str>,
+) -> Result<RequestData<'c>, String> {
+    let who = || format!("claim {}, request {}", claim_ref(claim), fields.name);
+    let mut selectors = Vec::with_capacity(fields.selectors.len());
+    for (i, selector) in fields.selectors.iter().enumerate() {
+        let Some(cel) = &selector.cel else {
+            return Err(format!(
+                "{}, selector #{i}: CEL expression empty (unsupported selector type?)",
+                who()
+            ));
+        };
+        selectors.push(chk.table.id(&cel.expression));
+    }
+    if !chk.f.admin_access && fields.admin_access.is_some() {
+        return Err(format!(
+            "{}: admin access is requested, but the feature is disabled",
+            who()
+        ));
+    }
+    if fields.class_name.is_empty() {
+        return Err(format!(
+            "{}: missing device class name (unsupported request type?)",
+            who()
+        ));
+    }
+    let Some(class) = classes.get(fields.class_name) else {
+        return Err(format!(
+            "{}: could not retrieve device class {}: deviceclass.resource.k8s.io {:?} not found",
+            who(),
+            fields.class_name,
+            fields.class_name
+        ));
+    };
+    let capacity = match fields.capacity.and_then(|c| c.requests.as_ref()) {
+        None => None,
+        Some(requests) => {
+            let mut parsed = Vec::with_capacity(requests.len());
+            for (name, quantity) in requests {
+                let value = Value::from_quantity(quantity)
+                    .map_err(|e| format!("{}: capacity request {name}: {e}", who()))?;
+                parsed.push((name.clone(), value));
+            }
+            Some(parsed)
+        }
+    };
+    // The API server defaults both; objects that skipped it get the same.
+    let mode = fields.mode.unwrap_or("ExactCount");
+    let mut data = RequestData {
+        name: fields.name,
+        parent,
+        class,
+        class_name: fields.class_name,
+        selectors,
+        mode: Mode::ExactCount,
+        num_devices: 0,
+        all_devices: Vec::new(),
+        admin: fields.admin_access == Some(true),
+        tolerations: fields.tolerations,
+        capacity,
+    };
+    match mode {
+        "ExactCount" => {
+            data.num_devices = fields.count.unwrap_or(1);
+        }
+        "All" => {
+            data.mode = Mode::All;
+            for pool in chk.pools {
+                if pool.incomplete {
+                    return Err(format!(
+                        "{}: asks for all devices, but resource pool {} is currently being updated",
+                        who(),
+                        pool.id()
+                    ));
+                }
+                if pool.invalid.is_some() {
+                    return Err(format!(
+                        "{}: asks for all devices, but resource pool {} is currently invalid",
+                        who(),
+                        pool.id()
+                    ));
+                }
+            }
+            let mut all = Vec::new();
+            for (pool_idx, pool) in chk.pools.iter().enumerate() {
+                for (slice_idx, slice) in pool.slices.iter().enumerate() {
+                    for (device_idx, device) in slice.devices.iter().enumerate() {
+                        let dev = DevRef {
+                            pool: pool_idx,
+                            slice: slice_idx,
+                            device: device_idx,
+                            flat: pool.offsets[slice_idx] + device_idx,
+                        };
+                        if !selectable(chk, claim, &data, dev)? {
+                            continue;
+                        }
+                        if chk.f.consumable_capacity
+                            && capacity::fits(data.capacity.as_deref(), device, None, None)
+                                != Some(true)
+                        {
+                            continue;
+                        }
+                        all.push(dev);
+                    }
+                }
+            }
+            data.num_devices = i64::try_from(all.len()).unwrap_or(i64::MAX);
+            data.all_devices = all;
+        }
+        other => {
+            return Err(format!("{}: unsupported count mode {other}", who()));
+        }
+    }
+    Ok(data)
+}
+
+/// Upstream `isSelectable`: binding conditions need their feature, then the
+/// class's selectors and the request's, then per-device node selection.
+///
+/// # Errors
+/// CEL compile and runtime errors, and unparsable per-device node selectors.
+pub(crate) fn selectable(
+    chk: &mut Checker<'_>,
+    claim: &ResourceClaim,
+    data: &RequestData<'_>,
+    dev: DevRef,
+) -> Result<bool, String> {
+    let pools: &[Pool] = chk.pools;
+    let pool = &pools[dev.pool];
+    let slice = &pool.slices[dev.slice];
+    let device = &slice.devices[dev.device];
+    if !chk.f.binding_and_status && device.has_binding_conditions {
+        return Ok(false);
+    }
+    let id = || format!("{}/{}/{}", pool.driver, pool.name, device.name);
+    for (i, selector) in data.class.selectors.iter().enumerate() {
+        let Some(selector) = selector else {
+            return Err(format!(
+                "class {}: selector #{i}: CEL expression empty (unsupported selector type?)",
+                data.class.name
+            ));
+        };
+        match chk
+            .caches
+            .evaluate(chk.table, chk.gates, &slice.driver, device, *selector)
+        {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(EvalError::Compile(e)) => {
+                return Err(format!(
+                    "class {}: selector #{i}: CEL compile error: {e}",
+                    data.class.name
+                ));
+            }
+            Err(EvalError::Runtime(e)) => {
+                return Err(format!(
+                    "class {}: selector #{i} on device {}: CEL runtime error: {e}",
+                    data.class.name,
+                    id()
+                ));
+            }
+        }
+    }
+    for (i, selector) in data.selectors.iter().enumerate() {
+        match chk
+            .caches
+            .evaluate(chk.table, chk.gates, &slice.driver, device, *selector)
+        {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(EvalError::Compile(e)) => {
+                return Err(format!(
+                    "claim {}: selector #{i}: CEL compile error: {e}",
+                    claim_ref(claim)
+                ));
+            }
+            Err(EvalError::Runtime(e)) => {
+                return Err(format!(
+                    "claim {}: selector #{i} on device {}: CEL runtime error: {e}",
+                    claim_ref(claim),
+                    id()
+                ));
+            }
+        }
+    }
+    if slice.per_device() {
+        return node_matches(
+            chk.node,
+            device.node_name.as_deref(),
+            device.all_nodes,
+            device.node_selector.as_ref().map(|s| &s.parsed),
+        );
+    }
+    Ok(true)
+}

@@ -1,0 +1,544 @@
+//! The depth-first search (upstream `allocateOne` / `allocateDevice`,
+//! incubating variant): one device slot at a time, claims then requests in
+//! order, devices in pool/slice/device order, combinations (never
+//! permutations) within one request, first solution wins.
+//!
+//! Upstream's in-flight bookkeeping is reproduced including its quirks, since
+//! the goal is to decide exactly as kube-scheduler does: counters charged by a
+//! candidate that is then rejected for a taint or a constraint stay charged
+//! for the rest of the call, shares of multi-allocatable devices never
+//! release counters on backtrack, and a device without capacities keeps an
+//! (empty) in-flight capacity entry once shared.
+
+use k8s_openapi::api::resource::v1::{DeviceToleration, ResourceClaim};
+
+use super::capacity;
+use super::constraints::Constraint;
+use super::inventory::{DeviceEntry, Taint};
+use super::pool_state::PoolState;
+use super::pools::Pool;
+use super::quantity::{Amount, Value};
+use super::requests::{Checker, DevRef, MAX_RESULTS, Mode, RequestData, Slot, selectable};
+use super::state::FixedMap;
+use super::{ShareIdGenerator, claim_ref};
+
+/// Why the search stopped without an answer.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// Upstream's internal "allocation max size exceeded" signal.
+    MaxSize,
+    /// A fatal error for the pod.
+    Fatal(String),
+}
+
+/// Identifies a (sub)request: claim, request, and subrequest (0 for exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RKey {
+    pub claim: usize,
+    pub request: usize,
+    pub sub: usize,
+}
+
+/// One chosen device.
+#[derive(Debug, Clone)]
+pub(crate) struct Chosen {
+    pub key: RKey,
+    pub dev: DevRef,
+    pub share_id: Option<String>,
+    /// Only for multi-allocatable devices with capacities.
+    pub consumed: Option<Vec<Value>>,
+    pub admin: bool,
+}
+
+struct Undo {
+    key: RKey,
+    dev: DevRef,
+    allow_multi: bool,
+    prev_len: usize,
+}
+
+/// The search's state for one `allocate` call.
+pub(crate) struct Search<'a, 'c> {
+    pub chk: Checker<'a>,
+    pub claims: &'c [&'c ResourceClaim],
+    pub states: &'a [PoolState],
+    pub slots: Vec<Vec<Slot<'c>>>,
+    /// The chosen subrequest per `firstAvailable` slot.
+    pub selected: Vec<Vec<usize>>,
+    pub constraints: Vec<Vec<Constraint>>,
+    /// Devices held in this attempt, with the claims holding them.
+    allocating: FixedMap<u64, Vec<usize>>,
+    /// In-flight consumed capacity per shared device, aligned with its capacities.
+    allocating_capacity: FixedMap<u64, Vec<Amount>>,
+    /// In-flight counter consumption per pool, aligned with its counter sets.
+    consumed_counters: Vec<Option<Vec<Vec<Amount>>>>,
+    pub results: Vec<Vec<Chosen>>,
+    share_ids: &'a mut ShareIdGenerator,
+    pub invocations: u64,
+}
+
+fn pool_of<'p>(pools: &'p [Pool], dev: DevRef) -> (&'p Pool, &'p DeviceEntry) {
+    let pool = &pools[dev.pool];
+    (pool, &pool.slices[dev.slice].devices[dev.device])
+}
+
+impl<'a, 'c> Search<'a, 'c> {
+    pub fn new(
+        chk: Checker<'a>,
+        claims: &'c [&'c ResourceClaim],
+        states: &'a [PoolState],
+        slots: Vec<Vec<Slot<'c>>>,
+        constraints: Vec<Vec<Constraint>>,
+        share_ids: &'a mut ShareIdGenerator,
+    ) -> Self {
+        let n_pools = chk.pools.len();
+        Search {
+            selected: slots.iter().map(|s| vec![0; s.len()]).collect(),
+            results: vec![Vec::new(); claims.len()],
+            chk,
+            claims,
+            states,
+            slots,
+            constraints,
+            allocating: FixedMap::default(),
+            allocating_capacity: FixedMap::default(),
+            consumed_counters: vec![None; n_pools],
+            share_ids,
+            invocations: 0,
+        }
+    }
+
+    fn data<'s>(slots: &'s [Vec<Slot<'c>>], key: RKey) -> &'s RequestData<'c> {
+        match &slots[key.claim][key.request] {
+            Slot::Exact(d) => d,
+            Slot::FirstAvailable(subs) => &subs[key.sub],
+        }
+    }
+
+    /// The (sub)request that a result came from.
+    pub fn request_of(&self, key: RKey) -> &RequestData<'c> {
+        Self::data(&self.slots, key)
+    }
+
+    fn in_use(&self, dev: DevRef) -> bool {
+        self.states[dev.pool].exclusive[dev.flat]
+            || self
+                .allocating
+                .get(&dev.key())
+                .is_some_and(|c| !c.is_empty())
+    }
+
+    fn held_by_claim(&self, dev: DevRef, claim: usize) -> bool {
+        self.allocating
+            .get(&dev.key())
+            .is_some_and(|c| c.contains(&claim))
+    }
+
+    fn capacity_in_use(&self, dev: DevRef) -> bool {
+        self.states[dev.pool].consumed[dev.flat].is_some()
+            || self.allocating_capacity.contains_key(&dev.key())
+    }
+
+    fn capacity_fits(&self, key: RKey, dev: DevRef) -> Option<bool> {
+        let data = Self::data(&self.slots, key);
+        let (_, device) = pool_of(self.chk.pools, dev);
+        capacity::fits(
+            data.capacity.as_deref(),
+            device,
+            self.states[dev.pool].consumed[dev.flat].as_deref(),
+            self.allocating_capacity.get(&dev.key()).map(Vec::as_slice),
+        )
+    }
+
+    /// Upstream `allocateOne`.
+    pub fn allocate_one(
+        &mut self,
+        r: RKey,
+        device_index: i64,
+        inside_sub: bool,
+        start: (usize, usize, usize),
+    ) -> Result<bool, Stop> {
+        self.invocations += 1;
+        if r.claim >= self.claims.len() {
+            return Ok(true);
+        }
+        if r.request >= self.slots[r.claim].len() {
+            let next = RKey {
+                claim: r.claim + 1,
+                request: 0,
+                sub: 0,
+            };
+            return match self.allocate_one(next, 0, false, (0, 0, 0)) {
+                // A later claim that cannot stay within the limit says nothing
+                // about this one; plain failure lets earlier choices change.
+                Err(Stop::MaxSize) => Ok(false),
+                other => other,
+            };
+        }
+
+        if !inside_sub {
+            if let Slot::FirstAvailable(subs) = &self.slots[r.claim][r.request] {
+                let n = subs.len();
+                let mut all_exceeded = true;
+                for sub in 0..n {
+                    let key = RKey { sub, ..r };
+                    match self.allocate_one(key, device_index, true, (0, 0, 0)) {
+                        Err(Stop::MaxSize) => continue,
+                        Err(e) => return Err(e),
+                        Ok(true) => {
+                            self.selected[r.claim][r.request] = sub;
+                            return Ok(true);
+                        }
+                        Ok(false) => all_exceeded = false,
+                    }
+                }
+                return if all_exceeded {
+                    Err(Stop::MaxSize)
+                } else {
+                    Ok(false)
+                };
+            }
+        }
+
+        let data = Self::data(&self.slots, r);
+        let all = data.mode == Mode::All;
+        if all && data.all_devices.is_empty() {
+            // An All request needs at least one device.
+            return Ok(false);
+        }
+        let num_devices = data.num_devices;
+        if device_index >= num_devices {
+            let next = RKey {
+                claim: r.claim,
+                request: r.request + 1,
+                sub: 0,
+            };
+            return self.allocate_one(next, 0, false, (0, 0, 0));
+        }
+        let held = i64::try_from(self.results[r.claim].len()).unwrap_or(i64::MAX);
+        if held
+            .saturating_add(num_devices)
+            .saturating_sub(device_index)
+            > MAX_RESULTS
+        {
+            return Err(Stop::MaxSize);
+        }
+        let admin = data.admin;
+
+        if all {
+            let index = usize::try_from(device_index).unwrap_or(usize::MAX);
+            let dev = data.all_devices[index];
+            let Some(undo) = self.allocate_device(r, dev, true)? else {
+                // The set is fixed: no alternative device exists.
+                return Ok(false);
+            };
+            let result = self.allocate_one(r, device_index + 1, inside_sub, (0, 0, 0));
+            if !matches!(result, Ok(true)) {
+                self.undo(undo);
+            }
+            return result;
+        }
+
+        let pools = self.chk.pools;
+        for (pool_idx, pool) in pools.iter().enumerate().skip(start.0) {
+            if !pool.usable() {
+                continue;
+            }
+            let slice_start = if pool_idx == start.0 { start.1 } else { 0 };
+            for (slice_idx, slice) in pool.slices.iter().enumerate().skip(slice_start) {
+                let device_start = if pool_idx == start.0 && slice_idx == start.1 {
+                    start.2
+                } else {
+                    0
+                };
+                for device_idx in device_start..slice.devices.len() {
+                    let dev = DevRef {
+                        pool: pool_idx,
+                        slice: slice_idx,
+                        device: device_idx,
+                        flat: pool.offsets[slice_idx] + device_idx,
+                    };
+                    if admin && self.held_by_claim(dev, r.claim) {
+                        continue;
+                    }
+                    if !admin && self.in_use(dev) {
+                        continue;
+                    }
+                    let claim = self.claims[r.claim];
+                    let data = Self::data(&self.slots, r);
+                    if !selectable(&mut self.chk, claim, data, dev).map_err(Stop::Fatal)? {
+                        continue;
+                    }
+                    if self.chk.f.consumable_capacity && self.capacity_fits(r, dev) != Some(true) {
+                        continue;
+                    }
+                    let Some(undo) = self.allocate_device(r, dev, false)? else {
+                        continue;
+                    };
+                    let result = self.allocate_one(
+                        r,
+                        device_index + 1,
+                        inside_sub,
+                        (pool_idx, slice_idx, device_idx + 1),
+                    );
+                    if matches!(result, Ok(true)) {
+                        return result;
+                    }
+                    self.undo(undo);
+                    result?;
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Upstream `allocateDevice`: `None` when the device cannot be taken.
+    fn allocate_device(&mut self, r: RKey, dev: DevRef, must: bool) -> Result<Option<Undo>, Stop> {
+        let f = self.chk.f;
+        let pools = self.chk.pools;
+        let (pool, device) = pool_of(pools, dev);
+        let admin = Self::data(&self.slots, r).admin;
+        let allow_multi = f.consumable_capacity && device.allow_multi;
+        if !allow_multi && admin && self.held_by_claim(dev, r.claim) {
+            return Ok(None);
+        }
+        if !admin && self.in_use(dev) {
+            return Ok(None);
+        }
+        if !f.partitionable_devices && !device.consumes.is_empty() {
+            return Ok(None);
+        }
+        // The first share of a multi-allocatable device pays its counters.
+        let skip_counters = allow_multi && self.capacity_in_use(dev);
+        if !skip_counters && !device.consumes.is_empty() && !self.charge_counters(dev) {
+            return Ok(None);
+        }
+        let data = Self::data(&self.slots, r);
+        if f.device_taints && taint_prevents(&device.taints, data.tolerations) {
+            return Ok(None);
+        }
+        let base = data.base_name();
+        let sub = data.sub_name();
+        let attributes = device.raw.attributes.as_ref();
+        let constraints = &mut self.constraints[r.claim];
+        for i in 0..constraints.len() {
+            if !constraints[i].add(base, sub, attributes, &pool.driver) {
+                if must {
+                    return Err(Stop::Fatal(format!(
+                        "claim {}, request {}: cannot add device {}/{}/{} because a claim constraint would not be satisfied",
+                        claim_ref(self.claims[r.claim]),
+                        data.name,
+                        pool.driver,
+                        pool.name,
+                        device.name
+                    )));
+                }
+                for c in &mut constraints[..i] {
+                    c.remove(base, sub);
+                }
+                return Ok(None);
+            }
+        }
+        let holders = self.allocating.entry(dev.key()).or_default();
+        if !allow_multi && !holders.contains(&r.claim) {
+            holders.push(r.claim);
+        }
+        let mut consumed = None;
+        let mut share_id = None;
+        if f.consumable_capacity {
+            if self.capacity_fits(r, dev) != Some(true) {
+                // Upstream returns here without undoing the steps above.
+                return Ok(None);
+            }
+            if allow_multi {
+                let values = capacity::consumed_by(data.capacity.as_deref(), device);
+                let amounts: Vec<Amount> = values.iter().map(|v| v.amount).collect();
+                match self.allocating_capacity.get_mut(&dev.key()) {
+                    Some(existing) => {
+                        for (slot, amount) in existing.iter_mut().zip(&amounts) {
+                            *slot = slot.add(*amount);
+                        }
+                    }
+                    None => {
+                        self.allocating_capacity.insert(dev.key(), amounts);
+                    }
+                }
+                share_id = Some(self.share_ids.next_id());
+                if !values.is_empty() {
+                    consumed = Some(values);
+                }
+            }
+        }
+        let prev_len = self.results[r.claim].len();
+        self.results[r.claim].push(Chosen {
+            key: r,
+            dev,
+            share_id,
+            consumed,
+            admin,
+        });
+        Ok(Some(Undo {
+            key: r,
+            dev,
+            allow_multi,
+            prev_len,
+        }))
+    }
+
+    fn undo(&mut self, undo: Undo) {
+        let data = Self::data(&self.slots, undo.key);
+        let (base, sub) = (data.base_name(), data.sub_name());
+        for c in &mut self.constraints[undo.key.claim] {
+            c.remove(base, sub);
+        }
+        if let Some(holders) = self.allocating.get_mut(&undo.dev.key()) {
+            holders.retain(|c| *c != undo.key.claim);
+        }
+        if undo.allow_multi {
+            let consumed = self.results[undo.key.claim][undo.prev_len].consumed.clone();
+            if let Some(consumed) = consumed {
+                if let Some(entry) = self.allocating_capacity.get_mut(&undo.dev.key()) {
+                    for (slot, v) in entry.iter_mut().zip(&consumed) {
+                        *slot = slot.sub(v.amount);
+                    }
+                    if entry.iter().all(|a| a.is_zero()) {
+                        self.allocating_capacity.remove(&undo.dev.key());
+                    }
+                }
+            }
+        } else if self.chk.f.partitionable_devices {
+            self.release_counters(undo.dev);
+        }
+        self.results[undo.key.claim].truncate(undo.prev_len);
+    }
+
+    /// Upstream `checkAvailableCounters`: adds the device's consumption to the
+    /// pool's in-flight total and checks every counter of the pool.
+    fn charge_counters(&mut self, dev: DevRef) -> bool {
+        let pools = self.chk.pools;
+        let pool = &pools[dev.pool];
+        let available = &self.states[dev.pool].available;
+        let consumed = self.consumed_counters[dev.pool].get_or_insert_with(|| {
+            pool.counter_sets
+                .iter()
+                .map(|s| vec![Amount::ZERO; s.counters.len()])
+                .collect()
+        });
+        for (set, counter, amount) in &pool.consumption[dev.flat] {
+            let slot = &mut consumed[*set][*counter];
+            *slot = slot.add(*amount);
+        }
+        let fits = available
+            .iter()
+            .zip(consumed.iter())
+            .all(|(avail, used)| avail.iter().zip(used).all(|(a, u)| a >= u));
+        if !fits {
+            self.release_counters(dev);
+        }
+        fits
+    }
+
+    fn release_counters(&mut self, dev: DevRef) {
+        let pools = self.chk.pools;
+        let pool = &pools[dev.pool];
+        if let Some(consumed) = self.consumed_counters[dev.pool].as_mut() {
+            for (set, counter, amount) in &pool.consumption[dev.flat] {
+                let slot = &mut consumed[*set][*counter];
+                *slot = slot.sub(*amount);
+            }
+        }
+    }
+}
+
+/// Whether an untolerated `NoSchedule` or `NoExecute` taint blocks the
+/// device; other effects (`None`, unknown ones) never do.
+pub(crate) fn taint_prevents(taints: &[Taint], tolerations: &[DeviceToleration]) -> bool {
+    taints
+        .iter()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .any(|t| !tolerations.iter().any(|tol| tolerates(tol, t)))
+}
+
+/// Upstream `resourceclaim.ToleratesTaint`.
+pub(crate) fn tolerates(toleration: &DeviceToleration, taint: &Taint) -> bool {
+    if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty()) {
+        if effect != taint.effect {
+            return false;
+        }
+    }
+    if let Some(key) = toleration.key.as_deref().filter(|k| !k.is_empty()) {
+        if key != taint.key {
+            return false;
+        }
+    }
+    match toleration.operator.as_deref().unwrap_or("") {
+        "" | "Equal" => toleration.value.as_deref().unwrap_or("") == taint.value,
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taint(key: &str, value: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.into(),
+            value: value.into(),
+            effect: effect.into(),
+        }
+    }
+
+    fn tol(
+        key: Option<&str>,
+        op: Option<&str>,
+        value: Option<&str>,
+        effect: Option<&str>,
+    ) -> DeviceToleration {
+        DeviceToleration {
+            key: key.map(Into::into),
+            operator: op.map(Into::into),
+            value: value.map(Into::into),
+            effect: effect.map(Into::into),
+            toleration_seconds: None,
+        }
+    }
+
+    #[test]
+    fn toleration_matching_follows_upstream() {
+        let t = taint("k", "v", "NoSchedule");
+        assert!(tolerates(
+            &tol(Some("k"), Some("Equal"), Some("v"), None),
+            &t
+        ));
+        assert!(
+            tolerates(&tol(Some("k"), None, Some("v"), Some("NoSchedule")), &t),
+            "empty operator is Equal"
+        );
+        assert!(!tolerates(
+            &tol(Some("k"), Some("Equal"), Some("w"), None),
+            &t
+        ));
+        assert!(
+            tolerates(&tol(None, Some("Exists"), None, None), &t),
+            "empty key with Exists tolerates all"
+        );
+        assert!(!tolerates(
+            &tol(Some("k"), Some("Exists"), None, Some("NoExecute")),
+            &t
+        ));
+        assert!(!tolerates(&tol(Some("k"), Some("Gt"), Some("v"), None), &t));
+    }
+
+    #[test]
+    fn only_blocking_effects_prevent_allocation() {
+        assert!(!taint_prevents(&[taint("k", "v", "None")], &[]));
+        assert!(!taint_prevents(&[taint("k", "v", "Whatever")], &[]));
+        assert!(taint_prevents(&[taint("k", "v", "NoExecute")], &[]));
+        assert!(!taint_prevents(
+            &[taint("k", "v", "NoExecute")],
+            &[tol(Some("k"), Some("Exists"), None, None)]
+        ));
+    }
+}

@@ -1,0 +1,1 @@
+//! Upstream cases (to be filled).
