@@ -49,7 +49,11 @@ fn scalar(name: &str, quantity: i64) -> Value {
 }
 
 fn test_pod(regular: &[Value], init: &[Value]) -> Pod {
-    pod("p", json!({}), json!({"containers": containers(regular), "initContainers": containers(init)}))
+    pod(
+        "p",
+        json!({}),
+        json!({"containers": containers(regular), "initContainers": containers(init)}),
+    )
 }
 
 fn with_spec(mut pod: Pod, extra: Value) -> Pod {
@@ -63,7 +67,14 @@ fn with_spec(mut pod: Pod, extra: Value) -> Pod {
 
 /// The pod already on the node (upstream's `NewNodeInfo(newResourcePod(...))`).
 fn existing(requests: Value) -> Pod {
-    bound(pod("existing", json!({}), json!({"containers": containers(&[requests])})), "node")
+    bound(
+        pod(
+            "existing",
+            json!({}),
+            json!({"containers": containers(&[requests])}),
+        ),
+        "node",
+    )
 }
 
 fn dra_class() -> DeviceClass {
@@ -83,11 +94,14 @@ struct Case {
 
 fn run(node: &Node, cases: Vec<Case>) {
     for case in cases {
-        let mut state = FilterState::new(std::slice::from_ref(node), &[existing(case.existing)], &[]);
+        let mut state =
+            FilterState::new(std::slice::from_ref(node), &[existing(case.existing)], &[]);
         let mut gates = FeatureGates::default();
         gates.extended_resource = case.dra_gate;
         state.set_device_classes(&[dra_class()], &gates);
-        let prepared = state.prepare(&case.pod, std::slice::from_ref(node)).unwrap();
+        let prepared = state
+            .prepare(&case.pod, std::slice::from_ref(node))
+            .unwrap();
         let got = plugin_reason(&state, Plugin::NodeResourcesFit, &prepared, 0, node);
         assert_eq!(got.as_deref(), case.want, "{}", case.name);
     }
@@ -110,21 +124,36 @@ fn enough_requests() {
     let aaa = Some("Insufficient example.com/aaa");
     let huge = Some("Insufficient hugepages-2Mi");
     let cases = vec![
-        case("no resources requested always fits", pod("p", json!({}), json!({"containers": []})), r(10, 20), None),
+        case(
+            "no resources requested always fits",
+            pod("p", json!({}), json!({"containers": []})),
+            r(10, 20),
+            None,
+        ),
         case(
             "too many resources fails",
             test_pod(&[r(1, 1)], &[]),
             r(10, 20),
             Some("Insufficient cpu, Insufficient memory"),
         ),
-        case("too many resources fails due to init container cpu", test_pod(&[r(1, 1)], &[r(3, 1)]), r(8, 19), cpu),
+        case(
+            "too many resources fails due to init container cpu",
+            test_pod(&[r(1, 1)], &[r(3, 1)]),
+            r(8, 19),
+            cpu,
+        ),
         case(
             "too many resources fails due to highest init container cpu",
             test_pod(&[r(1, 1)], &[r(3, 1), r(2, 1)]),
             r(8, 19),
             cpu,
         ),
-        case("too many resources fails due to init container memory", test_pod(&[r(1, 1)], &[r(1, 3)]), r(9, 19), memory),
+        case(
+            "too many resources fails due to init container memory",
+            test_pod(&[r(1, 1)], &[r(1, 3)]),
+            r(9, 19),
+            memory,
+        ),
         case(
             "too many resources fails due to highest init container memory",
             test_pod(&[r(1, 1)], &[r(1, 3), r(1, 2)]),
@@ -143,21 +172,61 @@ fn enough_requests() {
             r(9, 19),
             None,
         ),
-        case("both resources fit", test_pod(&[r(1, 1)], &[]), r(5, 5), None),
-        case("one resource memory fits", test_pod(&[r(2, 1)], &[]), r(9, 5), cpu),
-        case("one resource cpu fits", test_pod(&[r(1, 2)], &[]), r(5, 19), memory),
+        case(
+            "both resources fit",
+            test_pod(&[r(1, 1)], &[]),
+            r(5, 5),
+            None,
+        ),
+        case(
+            "one resource memory fits",
+            test_pod(&[r(2, 1)], &[]),
+            r(9, 5),
+            cpu,
+        ),
+        case(
+            "one resource cpu fits",
+            test_pod(&[r(1, 2)], &[]),
+            r(5, 19),
+            memory,
+        ),
         case("equal edge case", test_pod(&[r(5, 1)], &[]), r(5, 19), None),
-        case("equal edge case for init container", test_pod(&[r(4, 1)], &[r(5, 1)]), r(5, 19), None),
-        case("extended resource fits", test_pod(&[scalar(AAA, 1)], &[]), json!({}), None),
-        case("extended resource fits for init container", test_pod(&[], &[scalar(AAA, 1)]), json!({}), None),
-        case("extended resource capacity enforced", test_pod(&[rx(1, 1, AAA, 10)], &[]), rx(0, 0, AAA, 0), aaa),
+        case(
+            "equal edge case for init container",
+            test_pod(&[r(4, 1)], &[r(5, 1)]),
+            r(5, 19),
+            None,
+        ),
+        case(
+            "extended resource fits",
+            test_pod(&[scalar(AAA, 1)], &[]),
+            json!({}),
+            None,
+        ),
+        case(
+            "extended resource fits for init container",
+            test_pod(&[], &[scalar(AAA, 1)]),
+            json!({}),
+            None,
+        ),
+        case(
+            "extended resource capacity enforced",
+            test_pod(&[rx(1, 1, AAA, 10)], &[]),
+            rx(0, 0, AAA, 0),
+            aaa,
+        ),
         case(
             "extended resource capacity enforced for init container",
             test_pod(&[], &[rx(1, 1, AAA, 10)]),
             rx(0, 0, AAA, 0),
             aaa,
         ),
-        case("extended resource allocatable enforced", test_pod(&[rx(1, 1, AAA, 1)], &[]), rx(0, 0, AAA, 5), aaa),
+        case(
+            "extended resource allocatable enforced",
+            test_pod(&[rx(1, 1, AAA, 1)], &[]),
+            rx(0, 0, AAA, 5),
+            aaa,
+        ),
         case(
             "extended resource allocatable enforced for init container",
             test_pod(&[], &[rx(1, 1, AAA, 1)]),
@@ -206,7 +275,12 @@ fn enough_requests() {
             r(0, 0),
             Some("Insufficient subdomain.kubernetes.io/something"),
         ),
-        case("hugepages resource capacity enforced", test_pod(&[rx(1, 1, HUGE, 10)], &[]), rx(0, 0, HUGE, 0), huge),
+        case(
+            "hugepages resource capacity enforced",
+            test_pod(&[rx(1, 1, HUGE, 10)], &[]),
+            rx(0, 0, HUGE, 0),
+            huge,
+        ),
         case(
             "hugepages resource capacity enforced for init container",
             test_pod(&[], &[rx(1, 1, HUGE, 10)]),
@@ -221,13 +295,19 @@ fn enough_requests() {
         ),
         case(
             "resources + pod overhead fits",
-            with_spec(test_pod(&[r(1, 1)], &[]), json!({"overhead": {"cpu": "3m", "memory": "13"}})),
+            with_spec(
+                test_pod(&[r(1, 1)], &[]),
+                json!({"overhead": {"cpu": "3m", "memory": "13"}}),
+            ),
             r(5, 5),
             None,
         ),
         case(
             "requests + overhead does not fit for memory",
-            with_spec(test_pod(&[r(1, 1)], &[]), json!({"overhead": {"cpu": "1m", "memory": "15"}})),
+            with_spec(
+                test_pod(&[r(1, 1)], &[]),
+                json!({"overhead": {"cpu": "1m", "memory": "15"}}),
+            ),
             r(5, 5),
             memory,
         ),
@@ -245,25 +325,37 @@ fn enough_requests() {
         ),
         case(
             "both pod-level and container-level resources fit",
-            with_spec(test_pod(&[r(1, 1)], &[]), json!({"resources": {"requests": {"cpu": "1m", "memory": "2"}}})),
+            with_spec(
+                test_pod(&[r(1, 1)], &[]),
+                json!({"resources": {"requests": {"cpu": "1m", "memory": "2"}}}),
+            ),
             r(5, 5),
             None,
         ),
         case(
             "pod-level cpu resource not fit",
-            with_spec(test_pod(&[r(1, 1)], &[]), json!({"resources": {"requests": {"cpu": "7m", "memory": "2"}}})),
+            with_spec(
+                test_pod(&[r(1, 1)], &[]),
+                json!({"resources": {"requests": {"cpu": "7m", "memory": "2"}}}),
+            ),
             r(5, 5),
             cpu,
         ),
         case(
             "pod-level memory resource not fit",
-            with_spec(test_pod(&[r(1, 1)], &[]), json!({"resources": {"requests": {"cpu": "3m", "memory": "2"}}})),
+            with_spec(
+                test_pod(&[r(1, 1)], &[]),
+                json!({"resources": {"requests": {"cpu": "3m", "memory": "2"}}}),
+            ),
             r(5, 19),
             memory,
         ),
         case(
             "pod-level hugepages resource fit",
-            with_spec(test_pod(&[], &[]), json!({"resources": {"requests": {"cpu": "3m", "memory": "2", HUGE: "5"}}})),
+            with_spec(
+                test_pod(&[], &[]),
+                json!({"resources": {"requests": {"cpu": "3m", "memory": "2", HUGE: "5"}}}),
+            ),
             json!({}),
             None,
         ),
@@ -278,7 +370,10 @@ fn enough_requests() {
         ),
         case(
             "pod-level hugepages resource not fit",
-            with_spec(test_pod(&[], &[]), json!({"resources": {"requests": {"cpu": "3m", "memory": "2", HUGE: "10"}}})),
+            with_spec(
+                test_pod(&[], &[]),
+                json!({"resources": {"requests": {"cpu": "3m", "memory": "2", HUGE: "10"}}}),
+            ),
             json!({}),
             huge,
         ),
@@ -305,7 +400,13 @@ fn enough_requests_with_extended_resources_backed_by_dra() {
         want,
     };
     let cases = vec![
-        dra("extended resource backed by device plugin", test_pod(&[scalar(AAA, 1)], &[]), json!({}), true, None),
+        dra(
+            "extended resource backed by device plugin",
+            test_pod(&[scalar(AAA, 1)], &[]),
+            json!({}),
+            true,
+            None,
+        ),
         dra(
             "extended resource backed by DRA",
             test_pod(&[rx(1, 1, DRA_RESOURCE, 1)], &[]),
@@ -352,7 +453,10 @@ fn prepared_pod_lists_the_extended_resources_dra_can_serve() {
     state.set_device_classes(&[dra_class()], &FeatureGates::default());
     let p = test_pod(&[scalar(DRA_RESOURCE, 2), scalar(AAA, 1)], &[]);
     let prepared = state.prepare(&p, std::slice::from_ref(&node)).unwrap();
-    assert_eq!(prepared.extended_via_dra, vec![(DRA_RESOURCE.to_string(), 2)]);
+    assert_eq!(
+        prepared.extended_via_dra,
+        vec![(DRA_RESOURCE.to_string(), 2)]
+    );
 }
 
 #[test]
@@ -397,7 +501,12 @@ fn not_enough_requests() {
 fn storage_requests() {
     let eph = |n: i64| json!({"ephemeral-storage": n.to_string()});
     let cases = vec![
-        case("empty storage requested, and pod fits", test_pod(&[r(1, 1)], &[]), r(2, 10), None),
+        case(
+            "empty storage requested, and pod fits",
+            test_pod(&[r(1, 1)], &[]),
+            r(2, 10),
+            None,
+        ),
         case(
             "storage ephemeral local storage request exceeds allocatable",
             test_pod(&[eph(25)], &[]),
@@ -418,7 +527,11 @@ fn storage_requests() {
 #[test]
 fn restartable_init_containers() {
     // `makeAllocatableResources(2, 0, 1, 0, 0, 0)` and no pod on the node.
-    let node = node("node", json!({}), json!({"cpu": "2m", "memory": "0", "pods": "1"}));
+    let node = node(
+        "node",
+        json!({}),
+        json!({"cpu": "2m", "memory": "0", "pods": "1"}),
+    );
     let sidecar_pod = |regular: &str, sidecar: &str| {
         pod(
             "p",
@@ -451,7 +564,11 @@ fn restartable_init_containers() {
 
 #[test]
 fn pods_placed_in_the_simulation_use_up_the_node() {
-    let node = node("node", json!({}), json!({"cpu": "1", "memory": "1Gi", "pods": "110"}));
+    let node = node(
+        "node",
+        json!({}),
+        json!({"cpu": "1", "memory": "1Gi", "pods": "110"}),
+    );
     let mut state = FilterState::new(std::slice::from_ref(&node), &[], &[]);
     let half = test_pod(&[json!({"cpu": "500m", "memory": "256Mi"})], &[]);
     let prepared = state.prepare(&half, std::slice::from_ref(&node)).unwrap();
@@ -469,13 +586,22 @@ fn a_request_that_is_not_a_quantity_makes_the_pod_unschedulable_everywhere() {
     let node = upstream_node();
     let state = FilterState::new(std::slice::from_ref(&node), &[], &[]);
     let bad = test_pod(&[json!({"cpu": "lots"})], &[]);
-    let error = state.prepare(&bad, std::slice::from_ref(&node)).unwrap_err();
-    assert!(error.contains("default/p") && error.contains("lots"), "{error}");
+    let error = state
+        .prepare(&bad, std::slice::from_ref(&node))
+        .unwrap_err();
+    assert!(
+        error.contains("default/p") && error.contains("lots"),
+        "{error}"
+    );
 }
 
 #[test]
 fn finished_pods_do_not_hold_resources() {
-    let node = node("node", json!({}), json!({"cpu": "1", "memory": "1Gi", "pods": "110"}));
+    let node = node(
+        "node",
+        json!({}),
+        json!({"cpu": "1", "memory": "1Gi", "pods": "110"}),
+    );
     let mut done = existing(json!({"cpu": "1"}));
     done.status = Some(obj(json!({"phase": "Succeeded"})));
     let state = FilterState::new(std::slice::from_ref(&node), &[done], &[]);

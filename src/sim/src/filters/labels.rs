@@ -36,7 +36,9 @@ fn is_name_part(s: &str) -> bool {
         && bytes.len() <= 63
         && bytes.first().is_some_and(alnum)
         && bytes.last().is_some_and(alnum)
-        && bytes.iter().all(|b| alnum(b) || matches!(b, b'-' | b'_' | b'.'))
+        && bytes
+            .iter()
+            .all(|b| alnum(b) || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// A valid label value (`validation.IsValidLabelValue`): empty, or a name part.
@@ -58,9 +60,12 @@ pub(crate) fn is_qualified_name(key: &str) -> bool {
                 let b = label.as_bytes();
                 !b.is_empty()
                     && b.len() <= 63
-                    && b.first().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-                    && b.last().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-                    && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                    && b.first()
+                        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                    && b.last()
+                        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                    && b.iter()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
             })
     });
     prefix_ok && is_name_part(name)

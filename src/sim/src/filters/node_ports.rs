@@ -1,8 +1,10 @@
 //! NodePorts: host ports a pod asks for must be free on the node
 //! (`framework.HostPortInfo.CheckConflict`).
 //!
-//! Only regular containers' ports with `hostPort > 0` count, as upstream's
-//! `getContainerPorts` reads them. An empty host IP means `0.0.0.0`, which
+//! Ports with `hostPort > 0` of regular containers and of restartable
+//! (sidecar) init containers count, on both sides; a plain init container has
+//! exited before the pod runs, so its ports do not (upstream's
+//! "non-sidecar initContainer using hostPort" case). An empty host IP means `0.0.0.0`, which
 //! conflicts with the same protocol and port on any IP; an empty protocol
 //! means TCP.
 
@@ -28,8 +30,14 @@ pub(crate) fn pod_host_ports(pod: &Pod) -> Vec<HostPort> {
     let Some(spec) = pod.spec.as_ref() else {
         return Vec::new();
     };
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
     spec.containers
         .iter()
+        .chain(sidecars)
         .flat_map(|c| c.ports.iter().flatten())
         .filter_map(|p| {
             let port = p.host_port.filter(|port| *port > 0)?;

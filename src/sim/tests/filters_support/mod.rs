@@ -68,7 +68,13 @@ pub fn filter_on(nodes: &[Node], pods: &[Pod], pod: &Pod, index: usize) -> Resul
 }
 
 /// Runs a single plugin and returns its reason, if any.
-pub fn plugin_reason(state: &FilterState, plugin: Plugin, prepared: &PreparedPod, index: usize, node: &Node) -> Option<String> {
+pub fn plugin_reason(
+    state: &FilterState,
+    plugin: Plugin,
+    prepared: &PreparedPod,
+    index: usize,
+    node: &Node,
+) -> Option<String> {
     state
         .check_plugin(plugin, prepared, index, node)
         .err()
