@@ -19,7 +19,8 @@
 //!   cost budget (see [`super::library`]).
 
 use kube_cel::cel::common::ast::{
-    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr, SelectExpr, operators,
+    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
+    SelectExpr, operators,
 };
 use kube_cel::cel::common::types::{CelBool, CelString};
 
@@ -45,11 +46,17 @@ pub(crate) struct Declarations {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ty {
     /// The `device` object; `global` when it is the variable itself.
-    Device { global: bool },
+    Device {
+        global: bool,
+    },
     /// `device.attributes`; `canonical` when it is the hidden variable itself.
-    AttrOuter { canonical: bool },
+    AttrOuter {
+        canonical: bool,
+    },
     /// `device.capacity`; `canonical` as above.
-    CapOuter { canonical: bool },
+    CapOuter {
+        canonical: bool,
+    },
     /// One attribute domain: id → attribute value.
     AttrInner,
     /// One capacity domain: id → quantity.
@@ -108,7 +115,15 @@ impl Ty {
     fn is_scalar(self) -> bool {
         matches!(
             self,
-            Ty::Bool | Ty::Int | Ty::UInt | Ty::Double | Ty::String | Ty::Bytes | Ty::Null | Ty::Quantity | Ty::Semver
+            Ty::Bool
+                | Ty::Int
+                | Ty::UInt
+                | Ty::Double
+                | Ty::String
+                | Ty::Bytes
+                | Ty::Null
+                | Ty::Quantity
+                | Ty::Semver
         )
     }
 
@@ -179,7 +194,9 @@ fn domain_lookup(map: IdedExpr, key: IdedExpr) -> IdedExpr {
         vec![
             call(operators::IN, None, vec![key.clone(), map.clone()]),
             call(operators::INDEX, None, vec![map, key]),
-            node(Expr::Map(MapExpr { entries: Vec::new() })),
+            node(Expr::Map(MapExpr {
+                entries: Vec::new(),
+            })),
         ],
     )
 }
@@ -216,7 +233,9 @@ impl Checker {
 
     fn visit(&mut self, e: &mut IdedExpr, depth: usize) -> Result<Ty, String> {
         if depth > MAX_DEPTH {
-            return Err(format!("expression is nested more than {MAX_DEPTH} levels deep"));
+            return Err(format!(
+                "expression is nested more than {MAX_DEPTH} levels deep"
+            ));
         }
         let depth = depth + 1;
         match &mut e.expr {
@@ -275,7 +294,11 @@ impl Checker {
     }
 
     /// Returns the replacement node (if any) and the static type.
-    fn visit_select(&mut self, select: &mut SelectExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+    fn visit_select(
+        &mut self,
+        select: &mut SelectExpr,
+        depth: usize,
+    ) -> Result<(Option<IdedExpr>, Ty), String> {
         let operand_ty = self.visit(&mut select.operand, depth)?;
         let field = select.field.clone();
         if select.test {
@@ -284,7 +307,11 @@ impl Checker {
                     self.device_field(&field)?;
                     None
                 }
-                Ty::AttrOuter { .. } | Ty::CapOuter { .. } | Ty::AttrInner | Ty::CapInner | Ty::Map => None,
+                Ty::AttrOuter { .. }
+                | Ty::CapOuter { .. }
+                | Ty::AttrInner
+                | Ty::CapInner
+                | Ty::Map => None,
                 Ty::Dyn | Ty::Optional => Some(call(
                     hidden::HAS,
                     None,
@@ -305,11 +332,27 @@ impl Checker {
             }
             Ty::AttrOuter { canonical } => {
                 let operand = std::mem::take(&mut *select.operand);
-                Ok((Some(Self::domain(canonical, ATTR_DOMAIN_PREFIX, operand, string_lit(&field))), Ty::AttrInner))
+                Ok((
+                    Some(Self::domain(
+                        canonical,
+                        ATTR_DOMAIN_PREFIX,
+                        operand,
+                        string_lit(&field),
+                    )),
+                    Ty::AttrInner,
+                ))
             }
             Ty::CapOuter { canonical } => {
                 let operand = std::mem::take(&mut *select.operand);
-                Ok((Some(Self::domain(canonical, CAP_DOMAIN_PREFIX, operand, string_lit(&field))), Ty::CapInner))
+                Ok((
+                    Some(Self::domain(
+                        canonical,
+                        CAP_DOMAIN_PREFIX,
+                        operand,
+                        string_lit(&field),
+                    )),
+                    Ty::CapInner,
+                ))
             }
             Ty::AttrInner | Ty::Map => Ok((None, Ty::Dyn)),
             Ty::CapInner => Ok((None, Ty::Quantity)),
@@ -335,42 +378,48 @@ impl Checker {
         }
     }
 
-    fn visit_call(&mut self, c: &mut CallExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+    fn visit_call(
+        &mut self,
+        c: &mut CallExpr,
+        depth: usize,
+    ) -> Result<(Option<IdedExpr>, Ty), String> {
         let func = c.func_name.clone();
         match func.as_str() {
             operators::INDEX | operators::OPT_INDEX => return self.visit_index(c, depth),
             operators::OPT_SELECT => return self.visit_opt_select(c, depth),
             _ => {}
         }
-        if c.target.is_none() {
-            if let Some(ty) = self.visit_operator(c, depth)? {
-                return Ok(ty);
-            }
+        if c.target.is_none()
+            && let Some(ty) = self.visit_operator(c, depth)?
+        {
+            return Ok(ty);
         }
-        if let Some(target) = c.target.as_deref() {
-            if let Expr::Ident(prefix) = &target.expr {
-                if self.lookup(prefix).is_none() {
-                    if prefix == "cel" && func == "bind" {
-                        return self.visit_bind(c, depth);
-                    }
-                    let qualified = format!("{prefix}.{func}");
-                    if let Some(decl) = DECLARED.get(qualified.as_str()) {
-                        if !decl.global.contains(&c.args.len()) {
-                            return Err(no_overload(&qualified, c.args.len()));
-                        }
-                        for arg in &mut c.args {
-                            self.visit(arg, depth)?;
-                        }
-                        return Ok((None, Ty::from_returns(decl.returns)));
-                    }
+        if let Some(Expr::Ident(prefix)) = c.target.as_deref().map(|t| &t.expr)
+            && self.lookup(prefix).is_none()
+        {
+            if prefix == "cel" && func == "bind" {
+                return self.visit_bind(c, depth);
+            }
+            let qualified = format!("{prefix}.{func}");
+            if let Some(decl) = DECLARED.get(qualified.as_str()) {
+                if !decl.global.contains(&c.args.len()) {
+                    return Err(no_overload(&qualified, c.args.len()));
                 }
+                for arg in &mut c.args {
+                    self.visit(arg, depth)?;
+                }
+                return Ok((None, Ty::from_returns(decl.returns)));
             }
         }
         let decl = DECLARED
             .get(func.as_str())
             .filter(|_| func != INCLUDES || self.decls.includes)
             .ok_or_else(|| format!("undeclared reference to '{func}'"))?;
-        let arities = if c.target.is_some() { decl.member } else { decl.global };
+        let arities = if c.target.is_some() {
+            decl.member
+        } else {
+            decl.global
+        };
         if !arities.contains(&c.args.len()) {
             return Err(no_overload(&func, c.args.len()));
         }
@@ -385,7 +434,11 @@ impl Checker {
 
     /// Operators (calls without a target whose names are operator symbols);
     /// `None` when `c` is not an operator.
-    fn visit_operator(&mut self, c: &mut CallExpr, depth: usize) -> Result<Option<(Option<IdedExpr>, Ty)>, String> {
+    fn visit_operator(
+        &mut self,
+        c: &mut CallExpr,
+        depth: usize,
+    ) -> Result<Option<(Option<IdedExpr>, Ty)>, String> {
         let func = c.func_name.as_str();
         let is_operator = matches!(
             func,
@@ -418,7 +471,9 @@ impl Checker {
         let ty = match (func, types.as_slice()) {
             (operators::NEGATE, [t]) if matches!(t, Ty::Int | Ty::Double) => *t,
             (operators::NEGATE, _) => Ty::Dyn,
-            (operators::ADD, [a, b]) if a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double) => *a,
+            (operators::ADD, [a, b]) if a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double) => {
+                *a
+            }
             (operators::ADD, [a, b]) => {
                 // Anything that may be a string, bytes or list goes through
                 // the charging helper.
@@ -430,12 +485,14 @@ impl Checker {
                 };
                 return Ok(Some((Some(call(hidden::ADD, None, args)), ty)));
             }
-            (operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO, [a, b])
-                if a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double) =>
-            {
-                *a
-            }
-            (operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO, _) => Ty::Dyn,
+            (
+                operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO,
+                [a, b],
+            ) if a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double) => *a,
+            (
+                operators::SUBSTRACT | operators::MULTIPLY | operators::DIVIDE | operators::MODULO,
+                _,
+            ) => Ty::Dyn,
             (operators::CONDITIONAL, [_, a, b]) if a == b => a.decanonical(),
             (operators::CONDITIONAL, _) => Ty::Dyn,
             _ => Ty::Bool,
@@ -443,7 +500,11 @@ impl Checker {
         Ok(Some((None, ty)))
     }
 
-    fn visit_index(&mut self, c: &mut CallExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+    fn visit_index(
+        &mut self,
+        c: &mut CallExpr,
+        depth: usize,
+    ) -> Result<(Option<IdedExpr>, Ty), String> {
         let optional = c.func_name == operators::OPT_INDEX;
         let [map, key] = c.args.as_mut_slice() else {
             return Err(no_overload(&c.func_name, c.args.len()));
@@ -456,8 +517,14 @@ impl Checker {
             Self::domain(canonical, prefix, map, key)
         };
         let (replacement, ty) = match map_ty {
-            Ty::AttrOuter { canonical } => (Some(lookup(ATTR_DOMAIN_PREFIX, canonical, &mut c.args)), Ty::AttrInner),
-            Ty::CapOuter { canonical } => (Some(lookup(CAP_DOMAIN_PREFIX, canonical, &mut c.args)), Ty::CapInner),
+            Ty::AttrOuter { canonical } => (
+                Some(lookup(ATTR_DOMAIN_PREFIX, canonical, &mut c.args)),
+                Ty::AttrInner,
+            ),
+            Ty::CapOuter { canonical } => (
+                Some(lookup(CAP_DOMAIN_PREFIX, canonical, &mut c.args)),
+                Ty::CapInner,
+            ),
             Ty::AttrInner => (None, Ty::Dyn),
             Ty::CapInner => (None, Ty::Quantity),
             t if t.is_scalar() || matches!(t, Ty::Device { .. }) => {
@@ -481,7 +548,11 @@ impl Checker {
         Ok((replacement, ty))
     }
 
-    fn visit_opt_select(&mut self, c: &mut CallExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+    fn visit_opt_select(
+        &mut self,
+        c: &mut CallExpr,
+        depth: usize,
+    ) -> Result<(Option<IdedExpr>, Ty), String> {
         let [operand, field] = c.args.as_mut_slice() else {
             return Err(no_overload(&c.func_name, c.args.len()));
         };
@@ -499,8 +570,18 @@ impl Checker {
                 self.device_field(&field)?;
                 None
             }
-            Ty::AttrOuter { canonical } => Some(Self::domain(canonical, ATTR_DOMAIN_PREFIX, operand.clone(), string_lit(&field))),
-            Ty::CapOuter { canonical } => Some(Self::domain(canonical, CAP_DOMAIN_PREFIX, operand.clone(), string_lit(&field))),
+            Ty::AttrOuter { canonical } => Some(Self::domain(
+                canonical,
+                ATTR_DOMAIN_PREFIX,
+                operand.clone(),
+                string_lit(&field),
+            )),
+            Ty::CapOuter { canonical } => Some(Self::domain(
+                canonical,
+                CAP_DOMAIN_PREFIX,
+                operand.clone(),
+                string_lit(&field),
+            )),
             t if t.is_scalar() => return Err(no_field_selection(t)),
             _ => None,
         };
@@ -513,7 +594,11 @@ impl Checker {
 
     /// `cel.bind(v, init, body)` as cel-go expands it: a comprehension over
     /// an empty list whose accumulator is `v`.
-    fn visit_bind(&mut self, c: &mut CallExpr, depth: usize) -> Result<(Option<IdedExpr>, Ty), String> {
+    fn visit_bind(
+        &mut self,
+        c: &mut CallExpr,
+        depth: usize,
+    ) -> Result<(Option<IdedExpr>, Ty), String> {
         let [var, init, body] = c.args.as_mut_slice() else {
             return Err(no_overload("cel.bind", c.args.len()));
         };
@@ -523,7 +608,10 @@ impl Checker {
         let name = name.clone();
         let init_ty = self.visit(init, depth)?;
         let mut init = std::mem::take(init);
-        if matches!(init_ty, Ty::String | Ty::Bytes | Ty::List | Ty::Map | Ty::Dyn | Ty::Optional) {
+        if matches!(
+            init_ty,
+            Ty::String | Ty::Bytes | Ty::List | Ty::Map | Ty::Dyn | Ty::Optional
+        ) {
             init = call(hidden::CHARGE, None, vec![init]);
         }
         self.scope.push((name.clone(), init_ty.decanonical()));
@@ -540,21 +628,32 @@ impl Checker {
             loop_step: ident(name),
             result: std::mem::take(body),
         };
-        Ok((Some(node(Expr::Comprehension(Box::new(comprehension)))), body_ty))
+        Ok((
+            Some(node(Expr::Comprehension(Box::new(comprehension)))),
+            body_ty,
+        ))
     }
 
-    fn visit_comprehension(&mut self, comp: &mut ComprehensionExpr, depth: usize) -> Result<Ty, String> {
+    fn visit_comprehension(
+        &mut self,
+        comp: &mut ComprehensionExpr,
+        depth: usize,
+    ) -> Result<Ty, String> {
         let range_ty = self.visit(&mut comp.iter_range, depth)?;
         let init_ty = self.visit(&mut comp.accu_init, depth)?;
         let element = match range_ty {
             Ty::AttrOuter { .. } | Ty::CapOuter { .. } | Ty::AttrInner | Ty::CapInner => Ty::String,
             t if t.is_scalar() || matches!(t, Ty::Device { .. }) => {
-                return Err(format!("expression of type '{}' cannot be range of a comprehension", t.name()));
+                return Err(format!(
+                    "expression of type '{}' cannot be range of a comprehension",
+                    t.name()
+                ));
             }
             _ => Ty::Dyn,
         };
         let outer = self.scope.len();
-        self.scope.push((comp.accu_var.clone(), init_ty.decanonical()));
+        self.scope
+            .push((comp.accu_var.clone(), init_ty.decanonical()));
         let accu_only = self.scope.len();
         self.scope.push((comp.iter_var.clone(), element));
         if let Some(v2) = &comp.iter_var2 {

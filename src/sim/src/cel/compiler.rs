@@ -46,7 +46,11 @@ impl SelectorCompiler {
     /// `device.allowMultipleAllocations` and `includes()` always compile.
     #[must_use]
     pub fn new(gates: &FeatureGates) -> Self {
-        Self::with_environment(gates, KubeVersion::NEWEST, CelEnvironment::StoredExpressions)
+        Self::with_environment(
+            gates,
+            KubeVersion::NEWEST,
+            CelEnvironment::StoredExpressions,
+        )
     }
 
     /// A compiler for a given Kubernetes minor and environment.
@@ -58,7 +62,11 @@ impl SelectorCompiler {
     /// - before 1.37, with DRAListTypeAttributes off, a device carrying a
     ///   list attribute fails every selector ("unsupported attribute value").
     #[must_use]
-    pub fn with_environment(gates: &FeatureGates, version: KubeVersion, environment: CelEnvironment) -> Self {
+    pub fn with_environment(
+        gates: &FeatureGates,
+        version: KubeVersion,
+        environment: CelEnvironment,
+    ) -> Self {
         let decls = match environment {
             CelEnvironment::StoredExpressions => Declarations {
                 allow_multiple_allocations: true,
@@ -98,8 +106,18 @@ impl SelectorCompiler {
         let parsed = catch_unwind(|| Parser::new().enable_optional_syntax(true).parse(expression));
         let mut program = match parsed {
             Ok(Ok(ast)) => ast,
-            Ok(Err(errors)) => return Err(CelError::compile(expression, format!("compilation failed: {errors}"))),
-            Err(_) => return Err(CelError::compile(expression, "compilation failed: the CEL parser panicked")),
+            Ok(Err(errors)) => {
+                return Err(CelError::compile(
+                    expression,
+                    format!("compilation failed: {errors}"),
+                ));
+            }
+            Err(_) => {
+                return Err(CelError::compile(
+                    expression,
+                    "compilation failed: the CEL parser panicked",
+                ));
+            }
         };
         checker::check(&mut program, self.decls).map_err(|m| CelError::compile(expression, m))?;
         Ok(CompiledSelector {
@@ -137,24 +155,32 @@ impl CompiledSelector {
         if let Some(e) = device.conversion_error() {
             return Err(CelError::runtime(&self.expression, e));
         }
-        if self.refuse_list_attributes {
-            if let Some(name) = device.list_attribute() {
-                return Err(CelError::runtime(
-                    &self.expression,
-                    format!("attribute {name}: unsupported attribute value"),
-                ));
-            }
+        if self.refuse_list_attributes
+            && let Some(name) = device.list_attribute()
+        {
+            return Err(CelError::runtime(
+                &self.expression,
+                format!("attribute {name}: unsupported attribute value"),
+            ));
         }
         reset_budget();
-        let outcome = catch_unwind(AssertUnwindSafe(|| Value::resolve(&self.program, device.scope())));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            Value::resolve(&self.program, device.scope())
+        }));
         match outcome {
             Ok(Ok(Value::Bool(b))) => Ok(b),
             Ok(Ok(other)) => Err(CelError::runtime(
                 &self.expression,
-                format!("CEL result of type {} could not be converted to bool", cel_type_name(&other)),
+                format!(
+                    "CEL result of type {} could not be converted to bool",
+                    cel_type_name(&other)
+                ),
             )),
             Ok(Err(e)) => Err(CelError::runtime(&self.expression, runtime_message(&e))),
-            Err(_) => Err(CelError::runtime(&self.expression, "the CEL interpreter panicked")),
+            Err(_) => Err(CelError::runtime(
+                &self.expression,
+                "the CEL interpreter panicked",
+            )),
         }
     }
 }

@@ -9,7 +9,9 @@ use k8s_openapi::api::resource::v1::{Device, DeviceAttribute};
 use kube_cel::cel::objects::Key;
 use kube_cel::cel::{Context, Value};
 
-use super::library::{ATTR_DOMAIN_PREFIX, CAP_DOMAIN_PREFIX, FIELD_PREFIX, ROOT, quantity_value, semver_value};
+use super::library::{
+    ATTR_DOMAIN_PREFIX, CAP_DOMAIN_PREFIX, FIELD_PREFIX, ROOT, quantity_value, semver_value,
+};
 use super::quantity::Quantity;
 use super::semver::Semver;
 use crate::gates::FeatureGates;
@@ -119,7 +121,10 @@ impl CelDevice {
             match attribute_value(attr) {
                 Ok(value) => {
                     let (domain, id) = split_name(name, driver);
-                    attributes.entry(domain.to_string()).or_default().insert(id.to_string(), value);
+                    attributes
+                        .entry(domain.to_string())
+                        .or_default()
+                        .insert(id.to_string(), value);
                 }
                 Err(e) => {
                     conversion_error.get_or_insert_with(|| format!("attribute {name}: {e}"));
@@ -132,7 +137,10 @@ impl CelDevice {
             match Quantity::parse(cap.value.0.trim()) {
                 Ok(q) => {
                     let (domain, id) = split_name(name, driver);
-                    capacity.entry(domain.to_string()).or_default().insert(id.to_string(), quantity_value(q));
+                    capacity
+                        .entry(domain.to_string())
+                        .or_default()
+                        .insert(id.to_string(), quantity_value(q));
                 }
                 Err(e) => {
                     conversion_error.get_or_insert_with(|| format!("capacity {name}: {e}"));
@@ -141,8 +149,14 @@ impl CelDevice {
         }
 
         let mut scope = ROOT.new_inner_scope();
-        let attribute_domains: BTreeMap<String, Value> = attributes.into_iter().map(|(d, ids)| (d, to_map(ids))).collect();
-        let capacity_domains: BTreeMap<String, Value> = capacity.into_iter().map(|(d, ids)| (d, to_map(ids))).collect();
+        let attribute_domains: BTreeMap<String, Value> = attributes
+            .into_iter()
+            .map(|(d, ids)| (d, to_map(ids)))
+            .collect();
+        let capacity_domains: BTreeMap<String, Value> = capacity
+            .into_iter()
+            .map(|(d, ids)| (d, to_map(ids)))
+            .collect();
         for (domain, ids) in &attribute_domains {
             scope.add_variable_from_value(format!("{ATTR_DOMAIN_PREFIX}{domain}"), ids.clone());
         }

@@ -333,7 +333,9 @@ static PROGRAMS: LazyLock<DelegatePrograms> = LazyLock::new(|| DelegatePrograms 
 });
 
 fn delegate(program: Option<&Program>, vars: Vec<(&str, Value)>) -> ResolveResult {
-    let program = program.ok_or_else(|| ExecutionError::function_error("@delegate", "internal error: helper program missing"))?;
+    let program = program.ok_or_else(|| {
+        ExecutionError::function_error("@delegate", "internal error: helper program missing")
+    })?;
     let mut ctx = DELEGATE.new_inner_scope();
     for (name, value) in vars {
         ctx.add_variable_from_value(name, value);
@@ -410,7 +412,9 @@ fn register_quantity(ctx: &mut Context<'_>) {
     });
     ctx.add_function("isInteger", |ftx: &FunctionContext| -> ResolveResult {
         let (this, _) = call_parts(ftx)?;
-        Ok(Value::Bool(quantity_receiver(this.as_ref())?.as_integer().is_some()))
+        Ok(Value::Bool(
+            quantity_receiver(this.as_ref())?.as_integer().is_some(),
+        ))
     });
     ctx.add_function("asInteger", |ftx: &FunctionContext| -> ResolveResult {
         let (this, _) = call_parts(ftx)?;
@@ -419,10 +423,15 @@ fn register_quantity(ctx: &mut Context<'_>) {
             .map(Value::Int)
             .ok_or_else(|| fail("asInteger", "cannot convert value to integer"))
     });
-    ctx.add_function("asApproximateFloat", |ftx: &FunctionContext| -> ResolveResult {
-        let (this, _) = call_parts(ftx)?;
-        Ok(Value::Float(quantity_receiver(this.as_ref())?.as_approximate_float()))
-    });
+    ctx.add_function(
+        "asApproximateFloat",
+        |ftx: &FunctionContext| -> ResolveResult {
+            let (this, _) = call_parts(ftx)?;
+            Ok(Value::Float(
+                quantity_receiver(this.as_ref())?.as_approximate_float(),
+            ))
+        },
+    );
     ctx.add_function("sign", |ftx: &FunctionContext| -> ResolveResult {
         let (this, _) = call_parts(ftx)?;
         Ok(Value::Int(quantity_receiver(this.as_ref())?.sign()))
@@ -439,9 +448,12 @@ fn quantity_arith(ftx: &FunctionContext, negate: bool) -> ResolveResult {
         [other] => as_quantity(other).cloned().ok_or_else(no_overload)?,
         _ => return Err(no_overload()),
     };
-    lhs.add(&rhs, negate)
-        .map(quantity_value)
-        .ok_or_else(|| fail(if negate { "sub" } else { "add" }, "quantity arithmetic result needs more precision than supported"))
+    lhs.add(&rhs, negate).map(quantity_value).ok_or_else(|| {
+        fail(
+            if negate { "sub" } else { "add" },
+            "quantity arithmetic result needs more precision than supported",
+        )
+    })
 }
 
 fn register_semver(ctx: &mut Context<'_>) {
@@ -458,7 +470,9 @@ fn register_semver(ctx: &mut Context<'_>) {
     }
     ctx.add_function("semver", |ftx: &FunctionContext| -> ResolveResult {
         match call_parts(ftx)? {
-            (None, args) => parse(&args)?.map(semver_value).map_err(|e| fail("semver", e)),
+            (None, args) => parse(&args)?
+                .map(semver_value)
+                .map_err(|e| fail("semver", e)),
             _ => Err(no_overload()),
         }
     });
@@ -516,7 +530,9 @@ fn register_comparisons(ctx: &mut Context<'_>) {
 fn register_guarded(ctx: &mut Context<'_>) {
     ctx.add_function("replace", |ftx: &FunctionContext| -> ResolveResult {
         let (this, args) = call_parts(ftx)?;
-        let (Some(Value::String(s)), [Value::String(from), Value::String(to), rest @ ..]) = (this.clone(), args.as_slice()) else {
+        let (Some(Value::String(s)), [Value::String(from), Value::String(to), rest @ ..]) =
+            (this.clone(), args.as_slice())
+        else {
             return Err(no_overload());
         };
         let limit = match rest {
@@ -533,7 +549,11 @@ fn register_guarded(ctx: &mut Context<'_>) {
         let replaced = limit.map_or(occurrences, |n| n.min(occurrences));
         let grown = s.len() + replaced.saturating_mul(to.len().saturating_sub(from.len()));
         charge(u64::try_from(grown).unwrap_or(u64::MAX))?;
-        let mut vars = vec![("t", Value::String(s)), ("a", Value::String(from.clone())), ("b", Value::String(to.clone()))];
+        let mut vars = vec![
+            ("t", Value::String(s)),
+            ("a", Value::String(from.clone())),
+            ("b", Value::String(to.clone())),
+        ];
         match limit {
             Some(n) => {
                 vars.push(("n", Value::Int(i64::try_from(n).unwrap_or(i64::MAX))));
@@ -556,7 +576,10 @@ fn register_guarded(ctx: &mut Context<'_>) {
             + u64::try_from(sep_len.saturating_mul(items.len())).unwrap_or(u64::MAX);
         charge(total)?;
         match args.into_iter().next() {
-            Some(sep) => delegate(PROGRAMS.join_sep.as_ref(), vec![("t", Value::List(items)), ("a", sep)]),
+            Some(sep) => delegate(
+                PROGRAMS.join_sep.as_ref(),
+                vec![("t", Value::List(items)), ("a", sep)],
+            ),
             None => delegate(PROGRAMS.join.as_ref(), vec![("t", Value::List(items))]),
         }
     });
@@ -578,7 +601,10 @@ fn register_guarded(ctx: &mut Context<'_>) {
             charge(precision)?;
         }
         charge(u64::try_from(template.len()).unwrap_or(u64::MAX) + size_of(list))?;
-        delegate(PROGRAMS.format.as_ref(), vec![("t", Value::String(template)), ("a", list.clone())])
+        delegate(
+            PROGRAMS.format.as_ref(),
+            vec![("t", Value::String(template)), ("a", list.clone())],
+        )
     });
 }
 
@@ -590,7 +616,9 @@ fn largest_precision(template: &str) -> Option<u64> {
         .map(|rest| {
             rest.bytes()
                 .take_while(u8::is_ascii_digit)
-                .fold(0u64, |acc, d| acc.saturating_mul(10).saturating_add(u64::from(d - b'0')))
+                .fold(0u64, |acc, d| {
+                    acc.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                })
         })
         .max()
 }
@@ -608,7 +636,9 @@ fn includes(ftx: &FunctionContext) -> ResolveResult {
             if i >= INCLUDES_MAX_LIST {
                 return Err(fail(
                     INCLUDES,
-                    format!("'includes' function cannot be applied to lists longer than {INCLUDES_MAX_LIST} values"),
+                    format!(
+                        "'includes' function cannot be applied to lists longer than {INCLUDES_MAX_LIST} values"
+                    ),
                 ));
             }
             if item == arg {
@@ -648,7 +678,10 @@ fn select(ftx: &FunctionContext) -> ResolveResult {
             .ok_or_else(|| ExecutionError::NoSuchKey(field.clone())),
         other => Err(fail(
             hidden::SELECT,
-            format!("type '{}' does not support field selection", type_name(other)),
+            format!(
+                "type '{}' does not support field selection",
+                type_name(other)
+            ),
         )),
     }
 }
@@ -660,7 +693,9 @@ fn has(ftx: &FunctionContext) -> ResolveResult {
     };
     let field = field_name(rest)?;
     match target {
-        Value::Map(map) => Ok(Value::Bool(map.map.contains_key(&Key::String(field.clone())))),
+        Value::Map(map) => Ok(Value::Bool(
+            map.map.contains_key(&Key::String(field.clone())),
+        )),
         other => Err(fail(
             hidden::HAS,
             format!("invalid type for field selection: '{}'", type_name(other)),
@@ -695,7 +730,10 @@ fn opt_select(ftx: &FunctionContext) -> ResolveResult {
         Value::Map(map) => Ok(optional(map.map.get(&Key::String(field.clone())).cloned())),
         other => Err(fail(
             hidden::OPT_SELECT,
-            format!("type '{}' does not support field selection", type_name(&other)),
+            format!(
+                "type '{}' does not support field selection",
+                type_name(&other)
+            ),
         )),
     }
 }
@@ -740,14 +778,21 @@ fn add(ftx: &FunctionContext) -> ResolveResult {
         }
         (Value::Bytes(x), Value::Bytes(y)) => {
             charge(size_of(a) + size_of(b))?;
-            Ok(Value::Bytes(Arc::new([x.as_slice(), y.as_slice()].concat())))
+            Ok(Value::Bytes(Arc::new(
+                [x.as_slice(), y.as_slice()].concat(),
+            )))
         }
         (Value::List(x), Value::List(y)) => {
             charge(size_of(a) + size_of(b))?;
-            Ok(Value::List(Arc::new(x.iter().chain(y.iter()).cloned().collect())))
+            Ok(Value::List(Arc::new(
+                x.iter().chain(y.iter()).cloned().collect(),
+            )))
         }
         // Timestamps, durations and type mismatches keep cel-rust's semantics.
-        _ => delegate(PROGRAMS.plus.as_ref(), vec![("a", a.clone()), ("b", b.clone())]),
+        _ => delegate(
+            PROGRAMS.plus.as_ref(),
+            vec![("a", a.clone()), ("b", b.clone())],
+        ),
     }
 }
 
@@ -785,19 +830,42 @@ mod tests {
     #[test]
     fn helper_programs_parse() {
         let p = &*PROGRAMS;
-        for (name, prog) in [("plus", &p.plus), ("replace", &p.replace), ("replace_n", &p.replace_n), ("join", &p.join), ("join_sep", &p.join_sep), ("range", &p.range), ("format", &p.format)] {
+        for (name, prog) in [
+            ("plus", &p.plus),
+            ("replace", &p.replace),
+            ("replace_n", &p.replace_n),
+            ("join", &p.join),
+            ("join_sep", &p.join_sep),
+            ("range", &p.range),
+            ("format", &p.format),
+        ] {
             assert!(prog.is_some(), "{name}");
         }
     }
 
     #[test]
     fn guarded_functions_keep_kube_cel_results() {
-        assert_eq!(eval("'aXbX'.replace('X', 'yy')"), Ok(Value::String(Arc::new("ayybyy".into()))));
-        assert_eq!(eval("'aXbX'.replace('X', 'yy', 1)"), Ok(Value::String(Arc::new("ayybX".into()))));
-        assert_eq!(eval("'aXbX'.replace('X', 'y', -1)"), Ok(Value::String(Arc::new("ayby".into()))));
-        assert_eq!(eval("['a', 'b'].join('-')"), Ok(Value::String(Arc::new("a-b".into()))));
+        assert_eq!(
+            eval("'aXbX'.replace('X', 'yy')"),
+            Ok(Value::String(Arc::new("ayybyy".into())))
+        );
+        assert_eq!(
+            eval("'aXbX'.replace('X', 'yy', 1)"),
+            Ok(Value::String(Arc::new("ayybX".into())))
+        );
+        assert_eq!(
+            eval("'aXbX'.replace('X', 'y', -1)"),
+            Ok(Value::String(Arc::new("ayby".into())))
+        );
+        assert_eq!(
+            eval("['a', 'b'].join('-')"),
+            Ok(Value::String(Arc::new("a-b".into())))
+        );
         assert_eq!(eval("size(lists.range(3))"), Ok(Value::Int(3)));
-        assert_eq!(eval("'%d items'.format([5])"), Ok(Value::String(Arc::new("5 items".into()))));
+        assert_eq!(
+            eval("'%d items'.format([5])"),
+            Ok(Value::String(Arc::new("5 items".into())))
+        );
     }
 
     #[test]

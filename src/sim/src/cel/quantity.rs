@@ -18,7 +18,8 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// The error texts are upstream's, so messages read the same as the scheduler's.
-pub(crate) const ERR_FORMAT_WRONG: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+pub(crate) const ERR_FORMAT_WRONG: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
 const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
 
@@ -263,7 +264,9 @@ fn sub_le(a: &[u8], b: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(a.len());
     let mut borrow = 0i8;
     for (i, &ad) in a.iter().enumerate() {
-        let mut v = i8::try_from(ad).unwrap_or(0) - borrow - i8::try_from(b.get(i).copied().unwrap_or(0)).unwrap_or(0);
+        let mut v = i8::try_from(ad).unwrap_or(0)
+            - borrow
+            - i8::try_from(b.get(i).copied().unwrap_or(0)).unwrap_or(0);
         borrow = 0;
         if v < 0 {
             v += 10;
@@ -402,7 +405,8 @@ impl Quantity {
         exponent: i32,
     ) -> Result<Option<Self>, &'static str> {
         const MAX_INT64_FACTORS: i64 = 18;
-        let digit_count = i64::try_from(scanned.num.len() + scanned.denom.len()).unwrap_or(i64::MAX);
+        let digit_count =
+            i64::try_from(scanned.num.len() + scanned.denom.len()).unwrap_or(i64::MAX);
         let (mut scale, precision, mantissa) = if base == 10 {
             (i64::from(exponent), MAX_INT64_FACTORS - digit_count, 1i64)
         } else if exponent >= 0 && scanned.denom.is_empty() {
@@ -490,9 +494,7 @@ impl Quantity {
         match scale.cmp(&0) {
             Ordering::Equal => Some(value),
             Ordering::Less => None,
-            Ordering::Greater => {
-                (0..scale).try_fold(value, |acc, _| acc.checked_mul(10))
-            }
+            Ordering::Greater => (0..scale).try_fold(value, |acc, _| acc.checked_mul(10)),
         }
     }
 
@@ -571,7 +573,12 @@ impl fmt::Display for Quantity {
         if self.value.is_zero() {
             return f.write_str("0");
         }
-        let digits: String = self.value.digits.iter().map(|d| char::from(b'0' + d)).collect();
+        let digits: String = self
+            .value
+            .digits
+            .iter()
+            .map(|d| char::from(b'0' + d))
+            .collect();
         let sign = if self.value.neg { "-" } else { "" };
         write!(f, "{sign}{digits}e{}", self.value.exp)
     }
@@ -611,14 +618,44 @@ mod tests {
 
     #[test]
     fn accepted_and_rejected_forms() {
-        for ok in ["1.3G", "1.3Gi", "10000k", "0", "+5", "-5", ".5", "1.", "5.Gi", "1e+3", "00012", "."] {
+        for ok in [
+            "1.3G", "1.3Gi", "10000k", "0", "+5", "-5", ".5", "1.", "5.Gi", "1e+3", "1E-3",
+            "00012", ".", "-.",
+        ] {
             assert!(Quantity::parse(ok).is_ok(), "{ok} should parse");
         }
-        for bad in ["", "200K", "Three", "Mi", "1,3G", "1ki", "1.2.3", " 1", "1 ", "1e", "1Mi3", "1e3.5"] {
+        // apimachinery's TestQuantityParse invalid list, plus the library docs' examples.
+        for bad in [
+            "1.1.M",
+            "1+1.0M",
+            "0.1mi",
+            "0.1am",
+            "aoeu",
+            ".5i",
+            "1i",
+            "-3.01i",
+            "-3.01e-",
+            " 1",
+            "1 ",
+            "",
+            "200K",
+            "Three",
+            "1,3G",
+            "1ki",
+            "1.2.3",
+            "1e",
+            "1Mi3",
+            "1e3.5",
+            "Non-Numeric",
+        ] {
             assert!(Quantity::parse(bad).is_err(), "{bad} should be rejected");
         }
         assert_eq!(Quantity::parse("200K").err(), Some(ERR_SUFFIX));
         assert_eq!(Quantity::parse("1,3G").err(), Some(ERR_FORMAT_WRONG));
+        // The library docs call quantity('Mi') an error, but upstream's scanner
+        // reads an empty number as 0, so it is 0 (and so is ".").
+        assert!(q("Mi") == q("0"));
+        assert!(q(".") == q("0"));
     }
 
     #[test]
@@ -634,18 +671,31 @@ mod tests {
     fn nano_rounding_and_binary_cap() {
         assert!(q("1.5n") == q("2n"));
         assert!(q("-1.5n") == q("-2n"));
-        assert!(q("100Ei") == q("9223372036854775807"), "binary values cap at 2^63-1");
-        assert!(q("100E") > q("9223372036854775807"), "decimal values are not capped");
+        assert!(
+            q("100Ei") == q("9223372036854775807"),
+            "binary values cap at 2^63-1"
+        );
+        assert!(
+            q("100E") > q("9223372036854775807"),
+            "decimal values are not capped"
+        );
     }
 
     #[test]
     fn integer_conversion_follows_the_int64_form() {
         assert_eq!(q("50k").as_integer(), Some(50_000));
         assert_eq!(q("50000000G").as_integer(), Some(50_000_000_000_000_000));
-        assert_eq!(q("9999999999999999999999999999999999999G").as_integer(), None);
+        assert_eq!(
+            q("9999999999999999999999999999999999999G").as_integer(),
+            None
+        );
         assert_eq!(q("1.0").as_integer(), None, "upstream keeps 10 at scale -1");
         assert_eq!(q("1Ki").as_integer(), Some(1024));
-        assert_eq!(q("1.5Gi").as_integer(), None, "fractional binary values take the slow path");
+        assert_eq!(
+            q("1.5Gi").as_integer(),
+            None,
+            "fractional binary values take the slow path"
+        );
     }
 
     #[test]
@@ -657,10 +707,15 @@ mod tests {
         assert!(sub("50k", "20k") == q("30k"));
         assert!(sub("50k", "20000") == q("30k"));
         assert_eq!(sub("50k", "20000").as_approximate_float(), 30000.0);
-        let chained = add("50k", "20").add(&q("100k"), true).and_then(|r| r.add(&q("-50000"), true));
+        let chained = add("50k", "20")
+            .add(&q("100k"), true)
+            .and_then(|r| r.add(&q("-50000"), true));
         assert!(chained == Some(q("20")));
         assert!(add("1e-9", "1e20") == q("100000000000000000000000000001n"));
-        assert!(q("1e2000000000").add(&q("1"), false).is_none(), "absurd alignment is refused");
+        assert!(
+            q("1e2000000000").add(&q("1"), false).is_none(),
+            "absurd alignment is refused"
+        );
     }
 
     #[test]

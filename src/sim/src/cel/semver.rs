@@ -66,7 +66,10 @@ fn parse_component(s: &str, what: &str) -> Result<u64, String> {
         return Err(format!("Invalid character(s) found in {what} number {s:?}"));
     }
     if has_leading_zero(s) {
-        return Err(format!("{} number must not contain leading zeroes {s:?}", capitalise(what)));
+        return Err(format!(
+            "{} number must not contain leading zeroes {s:?}",
+            capitalise(what)
+        ));
     }
     parse_u64(s)
 }
@@ -87,7 +90,8 @@ impl Semver {
             return Err("Version string empty".to_string());
         }
         let mut parts = s.splitn(3, '.');
-        let (Some(major), Some(minor), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+        let (Some(major), Some(minor), Some(rest)) = (parts.next(), parts.next(), parts.next())
+        else {
             return Err("No Major.Minor.Patch elements found".to_string());
         };
         let major = parse_component(major, "major")?;
@@ -103,7 +107,10 @@ impl Semver {
         let patch = parse_component(patch, "patch")?;
         let pre = match pre {
             None => Vec::new(),
-            Some(pre) => pre.split('.').map(parse_pre_release).collect::<Result<_, _>>()?,
+            Some(pre) => pre
+                .split('.')
+                .map(parse_pre_release)
+                .collect::<Result<_, _>>()?,
         };
         let build = match build {
             None => Vec::new(),
@@ -113,7 +120,9 @@ impl Semver {
                     if part.is_empty() {
                         Err("Build meta data is empty".to_string())
                     } else if !only(part, is_alphanumeric_or_hyphen) {
-                        Err(format!("Invalid character(s) found in build meta data {part:?}"))
+                        Err(format!(
+                            "Invalid character(s) found in build meta data {part:?}"
+                        ))
                     } else {
                         Ok(part.to_string())
                     }
@@ -182,7 +191,9 @@ fn parse_pre_release(s: &str) -> Result<PreRelease, String> {
     }
     if only(s, |b| b.is_ascii_digit()) {
         if has_leading_zero(s) {
-            return Err(format!("Numeric PreRelease version must not contain leading zeroes {s:?}"));
+            return Err(format!(
+                "Numeric PreRelease version must not contain leading zeroes {s:?}"
+            ));
         }
         return parse_u64(s).map(PreRelease::Numeric);
     }
@@ -259,10 +270,32 @@ mod tests {
 
     #[test]
     fn strict_parsing_follows_blang() {
-        for ok in ["1.0.0", "0.1.0-alpha.1", "1.2.3-beta.1+build.1", "570.86.15", "1.0.0-0a", "1.0.0+001"] {
+        for ok in [
+            "1.0.0",
+            "0.1.0-alpha.1",
+            "1.2.3-beta.1+build.1",
+            "570.86.15",
+            "1.0.0-0a",
+            "1.0.0+001",
+        ] {
             assert!(Semver::parse(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "v1.0.0", "1", "1.1", "01.01.01", " 1.0.0", "1.0.0 ", "1.0.0-", "1.0.0+", "1.0.0-01", "1.0.0-a..b", "1.0.x", "200K", "1.0.0-é"] {
+        for bad in [
+            "",
+            "v1.0.0",
+            "1",
+            "1.1",
+            "01.01.01",
+            " 1.0.0",
+            "1.0.0 ",
+            "1.0.0-",
+            "1.0.0+",
+            "1.0.0-01",
+            "1.0.0-a..b",
+            "1.0.x",
+            "200K",
+            "1.0.0-é",
+        ] {
             assert!(Semver::parse(bad).is_err(), "{bad} should be rejected");
         }
         assert_eq!(
@@ -288,7 +321,18 @@ mod tests {
 
     #[test]
     fn precedence_follows_semver_2() {
-        let ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.2.3", "2.0.0"];
+        let ordered = [
+            "1.0.0-alpha",
+            "1.0.0-alpha.1",
+            "1.0.0-alpha.beta",
+            "1.0.0-beta",
+            "1.0.0-beta.2",
+            "1.0.0-beta.11",
+            "1.0.0-rc.1",
+            "1.0.0",
+            "1.2.3",
+            "2.0.0",
+        ];
         for pair in ordered.windows(2) {
             assert!(v(pair[0]) < v(pair[1]), "{} < {}", pair[0], pair[1]);
         }
@@ -301,6 +345,10 @@ mod tests {
     fn accessors() {
         let s = v("1.2.3");
         assert_eq!((s.major(), s.minor(), s.patch()), (1, 2, 3));
-        assert_eq!(v("18446744073709551615.0.0").major(), -1, "Go's int64(uint64) wraps");
+        assert_eq!(
+            v("18446744073709551615.0.0").major(),
+            -1,
+            "Go's int64(uint64) wraps"
+        );
     }
 }
