@@ -425,7 +425,7 @@ fn decode_daemon_endpoints(bytes: &[u8]) -> Result<Option<NodeDaemonEndpoints>, 
         }
     }
     // Go always writes the endpoint; port 0 means "not set".
-    Ok((port != 0).then(|| NodeDaemonEndpoints {
+    Ok((port != 0).then_some(NodeDaemonEndpoints {
         kubelet_endpoint: Some(DaemonEndpoint { port }),
     }))
 }
