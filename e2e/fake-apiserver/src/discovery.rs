@@ -141,6 +141,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<
             namespaced: def.namespaced,
             kind: def.kind.clone(),
             verbs: VERBS.iter().map(|v| (*v).to_owned()).collect(),
+            short_names: (!def.short_names.is_empty()).then(|| def.short_names.clone()),
             ..APIResource::default()
         });
         for sub in def.subresources() {

@@ -45,6 +45,8 @@ pub struct ResourceDef {
     pub binding_subresource: bool,
     /// Treatment of `.status` on create.
     pub status_on_create: StatusOnCreate,
+    /// Short names advertised in discovery (`kubectl get no`).
+    pub short_names: Vec<String>,
 }
 
 impl ResourceDef {
@@ -71,7 +73,15 @@ impl ResourceDef {
             } else {
                 StatusOnCreate::Keep
             },
+            short_names: Vec::new(),
         }
+    }
+
+    /// Sets the short names advertised in discovery.
+    #[must_use]
+    pub fn with_short_names(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|n| (*n).to_owned()).collect();
+        self
     }
 
     /// Overrides what happens to `.status` on create.
@@ -154,20 +164,27 @@ impl Registry {
             ResourceDef::new("", "v1", plural, kind, namespaced, status)
         };
         reg.insert(
-            core("namespaces", "Namespace", false, true).with_status_on_create(
-                StatusOnCreate::Reset(serde_json::json!({"phase": "Active"})),
-            ),
+            core("namespaces", "Namespace", false, true)
+                .with_short_names(&["ns"])
+                .with_status_on_create(StatusOnCreate::Reset(
+                    serde_json::json!({"phase": "Active"}),
+                )),
         );
-        reg.insert(core("nodes", "Node", false, true).with_status_on_create(StatusOnCreate::Keep));
+        reg.insert(
+            core("nodes", "Node", false, true)
+                .with_short_names(&["no"])
+                .with_status_on_create(StatusOnCreate::Keep),
+        );
         reg.insert(
             core("pods", "Pod", true, true)
+                .with_short_names(&["po"])
                 .with_binding()
                 .with_status_on_create(StatusOnCreate::Reset(
                     serde_json::json!({"phase": "Pending"}),
                 )),
         );
-        reg.insert(core("events", "Event", true, false));
-        reg.insert(core("configmaps", "ConfigMap", true, false));
+        reg.insert(core("events", "Event", true, false).with_short_names(&["ev"]));
+        reg.insert(core("configmaps", "ConfigMap", true, false).with_short_names(&["cm"]));
         reg.insert(ResourceDef::new(
             "coordination.k8s.io",
             "v1",
@@ -176,30 +193,25 @@ impl Registry {
             true,
             false,
         ));
-        reg.insert(ResourceDef::new(
-            "events.k8s.io",
-            "v1",
-            "events",
-            "Event",
-            true,
-            false,
-        ));
-        reg.insert(ResourceDef::new(
-            "apps",
-            "v1",
-            "daemonsets",
-            "DaemonSet",
-            true,
-            true,
-        ));
-        reg.insert(ResourceDef::new(
-            "scheduling.k8s.io",
-            "v1",
-            "priorityclasses",
-            "PriorityClass",
-            false,
-            false,
-        ));
+        reg.insert(
+            ResourceDef::new("events.k8s.io", "v1", "events", "Event", true, false)
+                .with_short_names(&["ev"]),
+        );
+        reg.insert(
+            ResourceDef::new("apps", "v1", "daemonsets", "DaemonSet", true, true)
+                .with_short_names(&["ds"]),
+        );
+        reg.insert(
+            ResourceDef::new(
+                "scheduling.k8s.io",
+                "v1",
+                "priorityclasses",
+                "PriorityClass",
+                false,
+                false,
+            )
+            .with_short_names(&["pc"]),
+        );
         let dra = |plural: &str, kind: &str, namespaced: bool, status: bool| {
             ResourceDef::new("resource.k8s.io", "v1", plural, kind, namespaced, status)
         };

@@ -494,9 +494,91 @@ async fn discovery_and_version() {
     let pods = GroupVersionKind::gvk("", "v1", "Pod");
     let (_, pod_caps) = discovery.resolve_gvk(&pods).expect("pods");
     assert!(pod_caps.supports_operation("watch"));
+    assert!(
+        pod_caps
+            .subresources
+            .iter()
+            .any(|(sub, _)| sub.plural == "binding")
+    );
 
     let (pinned, _) = kube::discovery::pinned_kind(&client, &gvk)
         .await
         .expect("pinned kind");
     assert_eq!(pinned.plural, "nodegroups");
+}
+
+#[tokio::test]
+async fn binding_assigns_a_node_once() {
+    let server = server().await;
+    let pods: Api<Pod> = Api::namespaced(server.client(), "default");
+    pods.create(&PostParams::default(), &pod("p1"))
+        .await
+        .expect("create");
+    let binding = json!({
+        "apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": "p1"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-a"},
+    });
+    let _: serde_json::Value = pods
+        .create_subresource("binding", "p1", &PostParams::default(), &binding)
+        .await
+        .expect("bind");
+    let bound = pods.get("p1").await.expect("get");
+    assert_eq!(
+        bound.spec.as_ref().and_then(|s| s.node_name.as_deref()),
+        Some("node-a")
+    );
+    let scheduled = bound
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .map(|c| c.status);
+    assert_eq!(scheduled.as_deref(), Some("True"));
+
+    let again = pods
+        .create_subresource::<_, serde_json::Value>(
+            "binding",
+            "p1",
+            &PostParams::default(),
+            &binding,
+        )
+        .await
+        .expect_err("already bound");
+    assert_eq!(api_error(again).code, 409);
+}
+
+#[tokio::test]
+async fn delete_collection_removes_selected_objects() {
+    let server = server().await;
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    for (name, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": {"app": app}}}))
+                .expect("cm");
+        cms.create(&PostParams::default(), &cm)
+            .await
+            .expect("create");
+    }
+    let deleted = cms
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("app=web"),
+        )
+        .await
+        .expect("deletecollection")
+        .left()
+        .expect("a list of deleted objects");
+    let names: Vec<String> = deleted.items.iter().map(ResourceExt::name_any).collect();
+    assert_eq!(names, ["a", "b"]);
+    let left: Vec<String> = cms
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    assert_eq!(left, ["c"]);
 }
