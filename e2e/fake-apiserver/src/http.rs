@@ -71,6 +71,7 @@ struct ResourcePath {
 /// What a URL path names.
 #[derive(Debug)]
 enum Route {
+    Health,
     Version,
     CoreVersions,
     Groups,
@@ -123,6 +124,7 @@ fn parse_resource(
 fn parse_route(registry: &Registry, path: &str) -> Result<Route, ApiError> {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     match segments.as_slice() {
+        ["healthz" | "livez" | "readyz"] => Ok(Route::Health),
         ["version"] => Ok(Route::Version),
         ["api"] => Ok(Route::CoreVersions),
         ["api", version] => Ok(Route::GroupResources(String::new(), (*version).to_owned())),
@@ -393,6 +395,8 @@ fn serve(
                 .unwrap_or_else(|err| error_response(&err));
         }
         _ if method != Method::GET => Err(ApiError::MethodNotAllowed),
+        // Plain text, as upstream answers health probes; handy for shell scripts.
+        Route::Health => return (StatusCode::OK, "ok").into_response(),
         Route::Version => discovery::version(&app.version),
         Route::CoreVersions => discovery::core_versions(app.addr),
         Route::Groups => discovery::group_list(&app.registry),
