@@ -16,10 +16,15 @@
 //!   `kueue.x-k8s.io/pod-group-total-count`.
 //!
 //! A pod in no group is a gang of one. A `basic` (non-gang) upstream policy
-//! makes every pod its own gang, as upstream does not gate them.
+//! makes every pod its own gang, as upstream does not gate them. The upstream
+//! API counts only when the cluster's scheduler runs the GangScheduling plugin
+//! (gates `GenericWorkload` and, before 1.37, `GangScheduling`); its topology
+//! constraint only with `TopologyAwareWorkloadScheduling`. Otherwise the
+//! scheduler places those pods one by one, and so do we.
 
 use std::collections::BTreeMap;
 
+use dra_sim::FeatureGates;
 use dra_sim::objects::ExtraObject;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
@@ -241,7 +246,11 @@ impl Groups {
 }
 
 /// Which group a pod claims to be in, and (for Kueue) the size it declares.
-fn link_of(pod: &Pod, workload_ref: Option<&Value>) -> Option<(GroupKey, Option<usize>)> {
+fn link_of(
+    pod: &Pod,
+    workload_ref: Option<&Value>,
+    upstream: bool,
+) -> Option<(GroupKey, Option<usize>)> {
     let ns = pod
         .metadata
         .namespace
@@ -258,10 +267,11 @@ fn link_of(pod: &Pod, workload_ref: Option<&Value>) -> Option<(GroupKey, Option<
         .as_ref()
         .and_then(|s| s.scheduling_group.as_ref())
         .and_then(|g| g.pod_group_name.as_deref())
+        .filter(|_| upstream)
     {
         return Some((key(GangApi::PodGroup, group), None));
     }
-    if let Some(reference) = workload_ref {
+    if let Some(reference) = workload_ref.filter(|_| upstream) {
         let get = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
         let mut name = format!("{}/{}", get("name"), get("podGroup"));
         let replica = get("podGroupReplicaKey");
@@ -338,8 +348,17 @@ pub fn detect_gangs(
     pending_order: &[usize],
     extra: &[ExtraObject],
     workload_refs: &BTreeMap<(String, String), Value>,
+    gates: &FeatureGates,
 ) -> Vec<Gang> {
-    let groups = Groups::new(extra);
+    let upstream = gates.generic_workload && gates.gang_scheduling;
+    let mut groups = Groups::new(extra);
+    if !gates.topology_aware_workload_scheduling {
+        for policy in groups.policies.values_mut() {
+            if let Policy::Gang { topology, .. } = policy {
+                *topology = None;
+            }
+        }
+    }
     let workload_ref = |pod: &Pod| {
         workload_refs.get(&(
             pod.metadata
@@ -359,7 +378,7 @@ pub fn detect_gangs(
     }
     let mut members: BTreeMap<GroupKey, Members> = BTreeMap::new();
     for pod in pods.iter().filter(|p| !is_terminal(p)) {
-        if let Some((key, total)) = link_of(pod, workload_ref(pod)) {
+        if let Some((key, total)) = link_of(pod, workload_ref(pod), upstream) {
             let entry = members.entry(key).or_insert(Members {
                 known: 0,
                 bound: 0,
@@ -377,7 +396,7 @@ pub fn detect_gangs(
     let mut index_of: BTreeMap<GroupKey, usize> = BTreeMap::new();
     for &pod_index in pending_order {
         let pod = &pods[pod_index];
-        let Some((key, _)) = link_of(pod, workload_ref(pod)) else {
+        let Some((key, _)) = link_of(pod, workload_ref(pod), upstream) else {
             gangs.push(single(pod, pod_index));
             continue;
         };

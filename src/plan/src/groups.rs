@@ -12,7 +12,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// A NodeGroup document that cannot be used, and why. The group is left out
 /// of planning; everything else goes on.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupError {
     /// The group's name (or `?` when it has none).

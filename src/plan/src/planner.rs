@@ -131,7 +131,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
     snapshot.commit(base);
 
     let pending = snapshot.pending_pods();
-    let mut gangs = detect_gangs(snapshot.pods(), &pending, &extra, &workload_refs);
+    let mut gangs = detect_gangs(snapshot.pods(), &pending, &extra, &workload_refs, &gates);
     gangs = split_satisfied_gangs(gangs);
     // Stable: equal priorities keep placement order.
     gangs.sort_by(|a, b| b.priority.cmp(&a.priority));

@@ -2,10 +2,22 @@
 //! digest §7 (Workload/PodGroup, coscheduling, Volcano, Kueue).
 
 use dra_plan::gang::{GANG_KINDS, Gang, GangApi, detect_gangs};
-use dra_sim::Loader;
 use dra_sim::pods::is_pending;
+use dra_sim::{FeatureGates, Loader};
+
+fn gates() -> FeatureGates {
+    let mut gates = FeatureGates::default();
+    gates
+        .apply_flag("GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
+        .unwrap();
+    gates
+}
 
 fn gangs(yaml: &str) -> Vec<Gang> {
+    gangs_with(yaml, &gates())
+}
+
+fn gangs_with(yaml: &str, gates: &FeatureGates) -> Vec<Gang> {
     let mut loader = Loader::new();
     for (group, kind) in GANG_KINDS {
         loader.keep_kind(group, kind);
@@ -200,4 +212,23 @@ fn pods_in_no_group_are_gangs_of_one() {
             .iter()
             .all(|g| g.api == GangApi::Single && g.min_count == 1)
     );
+}
+
+#[test]
+fn upstream_gangs_need_the_scheduler_gates() {
+    // 1.37 defaults: GenericWorkload is beta but off, so the scheduler places
+    // these pods one by one.
+    let found = gangs_with(&upstream_members(4), &FeatureGates::default());
+    assert_eq!(found.len(), 4);
+    assert!(found.iter().all(|g| g.api == GangApi::Single));
+    // Gang on, topology off: one gang without its topology constraint.
+    let mut gates = FeatureGates::default();
+    gates.apply_flag("GenericWorkload=true").unwrap();
+    let found = gangs_with(&upstream_members(4), &gates);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].topology_key, None);
+    // 1.36 needs GangScheduling too.
+    let mut gates = FeatureGates::for_version("1.36".parse().unwrap());
+    gates.apply_flag("GenericWorkload=true").unwrap();
+    assert_eq!(gangs_with(&upstream_members(4), &gates).len(), 4);
 }

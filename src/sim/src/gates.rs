@@ -108,7 +108,8 @@ pub struct FeatureGates {
     pub device_compatibility_groups: bool,
     /// `GenericWorkload`: the Workload/PodGroup API and pod links to it.
     pub generic_workload: bool,
-    /// `GangScheduling`: the GangScheduling plugin (merged into GenericWorkload in 1.37).
+    /// `GangScheduling`: the GangScheduling plugin. Merged into GenericWorkload
+    /// in 1.37, where it defaults to true so that GenericWorkload alone decides.
     pub gang_scheduling: bool,
     /// `TopologyAwareWorkloadScheduling`: `schedulingConstraints.topology` of PodGroups.
     pub topology_aware_workload_scheduling: bool,
@@ -158,7 +159,9 @@ impl FeatureGates {
             device_compatibility_groups: false,
             // Beta in 1.37 but off by default; alpha before.
             generic_workload: false,
-            gang_scheduling: false,
+            // From 1.37 the GangScheduling plugin is governed by GenericWorkload
+            // alone, so this gate no longer holds it back.
+            gang_scheduling: m >= 37,
             topology_aware_workload_scheduling: false,
         }
     }
@@ -273,6 +276,8 @@ mod tests {
         let v137 = FeatureGates::default();
         assert!(v137.device_taint_rules && v137.extended_resource);
         assert!(!v137.list_type_attributes && !v137.generic_workload);
+        assert!(v137.gang_scheduling, "merged into GenericWorkload in 1.37");
+        assert!(!v136.gang_scheduling);
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub mod pods;
 pub mod quantity;
 pub mod report;
 pub mod selectors;
+pub mod simulate;
+pub mod snapshot;
 
 pub use gates::{FeatureGates, KubeVersion};
 pub use loader::{LoadError, Loaded, Loader};

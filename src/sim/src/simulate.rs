@@ -1,15 +1,12 @@
 //! `simulate`: place every pending pod onto existing nodes, one after another,
 //! the way kube-scheduler would, and say why each node refused each pod.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::AllocationResult;
 
-use crate::dra::{AllocError, AllocateOutcome};
 use crate::gates::FeatureGates;
 use crate::objects::ClusterObjects;
 use crate::report::{ClaimAllocation, DeviceResult, Outcome, PodReport, Report};
-use crate::selectors::node_selector_matches;
-use crate::snapshot::{PodClaims, Snapshot, key_string, object_key};
+use crate::snapshot::{PodClaims, Snapshot, Verdict, key_string, object_key};
 
 /// Places the pending pods of `objects` with `gates` and reports each one.
 #[must_use]

@@ -485,7 +485,7 @@ impl Snapshot {
                 }]),
                 ..Default::default()
             },
-            spec: Some(template_spec.spec),
+            spec: template_spec.spec,
             status: None,
         };
         self.claims.insert(key.clone(), claim);
