@@ -186,13 +186,27 @@ fn decode(body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::BadRequest(format!("unable to decode request body as JSON: {e}")))
 }
 
-fn list_object(def: &ResourceDef, items: Vec<Value>, rv: u64) -> Value {
+fn list_object(def: &ResourceDef, items: Vec<Value>, rv: u64, metadata_only: bool) -> Value {
+    if metadata_only {
+        return json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": rv.to_string()},
+            "items": items.iter().map(watch::partial_metadata).collect::<Vec<_>>(),
+        });
+    }
     json!({
         "kind": format!("{}List", def.kind),
         "apiVersion": def.api_version(),
         "metadata": {"resourceVersion": rv.to_string()},
         "items": items,
     })
+}
+
+/// Whether the client asked for `PartialObjectMetadata` (kube's `*_metadata` calls and
+/// `metadata_watcher`) rather than full objects.
+fn wants_metadata_only(accept: Option<&str>) -> bool {
+    accept.is_some_and(|a| a.contains("as=PartialObjectMetadata"))
 }
 
 /// The verb a method names on a resource path, if any.
@@ -236,7 +250,12 @@ fn parse_delete_options(body: &[u8], params: &Params) -> Result<DeleteOptions, A
     })
 }
 
-fn watch_response(app: &App, path: &ResourcePath, params: &Params) -> Result<Response, ApiError> {
+fn watch_response(
+    app: &App,
+    path: &ResourcePath,
+    params: &Params,
+    metadata_only: bool,
+) -> Result<Response, ApiError> {
     let selectors = params.selectors()?;
     let send_initial = params.flag("sendInitialEvents");
     let rv = params.get("resourceVersion").filter(|v| !v.is_empty());
@@ -262,6 +281,7 @@ fn watch_response(app: &App, path: &ResourcePath, params: &Params) -> Result<Res
         selectors,
         bookmarks: params.flag("allowWatchBookmarks") == Some(true),
         initial_events_end: send_initial == Some(true),
+        metadata_only,
         timeout,
         bookmark_interval: app.bookmark_interval,
     };
@@ -285,9 +305,19 @@ fn serve_resource(
     method: &Method,
     path: &ResourcePath,
     params: &Params,
-    content_type: Option<&str>,
+    headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
+    let header_str = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    let content_type = header_str(header::CONTENT_TYPE);
+    let metadata_only = wants_metadata_only(header_str(header::ACCEPT));
+    let object_response = |code: u16, object: &Value| {
+        if metadata_only {
+            json_response(code, &watch::partial_metadata(object))
+        } else {
+            json_response(code, object)
+        }
+    };
     let def = &path.def;
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref().unwrap_or_default();
@@ -299,13 +329,16 @@ fn serve_resource(
     let dry_run = params.dry_run();
     let verb = verb_for(method, path, params)?;
     match verb {
-        Verb::Watch => watch_response(app, path, params),
+        Verb::Watch => watch_response(app, path, params, metadata_only),
         Verb::List => {
             let selectors = params.selectors()?;
             let (items, rv) = lock(&app.store).list(def, ns, &selectors);
-            Ok(json_response(200, &list_object(def, items, rv)))
+            Ok(json_response(
+                200,
+                &list_object(def, items, rv, metadata_only),
+            ))
         }
-        Verb::Get => Ok(json_response(200, &lock(&app.store).get(def, ns, name)?)),
+        Verb::Get => Ok(object_response(200, &lock(&app.store).get(def, ns, name)?)),
         Verb::Create if path.sub.as_deref() == Some("binding") => {
             let binding = decode(body)?;
             let status = lock(&app.store).bind(def, ns, name, &binding, dry_run)?;
@@ -313,11 +346,11 @@ fn serve_resource(
         }
         Verb::Create => {
             let object = lock(&app.store).create(def, ns, decode(body)?, dry_run)?;
-            Ok(json_response(201, &object))
+            Ok(object_response(201, &object))
         }
         Verb::Update => {
             let object = lock(&app.store).update(def, target, ns, name, decode(body)?, dry_run)?;
-            Ok(json_response(200, &object))
+            Ok(object_response(200, &object))
         }
         Verb::Patch => {
             let patch_type = PatchType::from_content_type(content_type.unwrap_or_default())?;
@@ -334,7 +367,7 @@ fn serve_resource(
             let patch = patch_type.parse_body(body)?;
             let written =
                 lock(&app.store).patch(def, target, ns, name, patch_type, &patch, dry_run)?;
-            Ok(json_response(
+            Ok(object_response(
                 if written.created { 201 } else { 200 },
                 &written.object,
             ))
@@ -342,14 +375,17 @@ fn serve_resource(
         Verb::Delete => {
             let options = parse_delete_options(body, params)?;
             let (object, gone) = lock(&app.store).delete(def, ns, name, &options)?;
-            Ok(json_response(if gone { 200 } else { 202 }, &object))
+            Ok(object_response(if gone { 200 } else { 202 }, &object))
         }
         Verb::DeleteCollection => {
             let selectors = params.selectors()?;
             let mut store = lock(&app.store);
             let items = store.delete_collection(def, ns, &selectors, dry_run)?;
             let rv = store.current_rv();
-            Ok(json_response(200, &list_object(def, items, rv)))
+            Ok(json_response(
+                200,
+                &list_object(def, items, rv, metadata_only),
+            ))
         }
     }
 }
@@ -359,7 +395,7 @@ fn serve(
     app: &App,
     method: &Method,
     uri: &Uri,
-    content_type: Option<&str>,
+    headers: &HeaderMap,
     body: &[u8],
     record: &mut RequestRecord,
 ) -> Response {
@@ -391,7 +427,7 @@ fn serve(
             if let Some(code) = injected {
                 return error_response(&ApiError::injected(code));
             }
-            return serve_resource(app, method, &path, &params, content_type, body)
+            return serve_resource(app, method, &path, &params, headers, body)
                 .unwrap_or_else(|err| error_response(&err));
         }
         _ if method != Method::GET => Err(ApiError::MethodNotAllowed),
@@ -433,14 +469,7 @@ async fn handle(
         status: 0,
         content_type: content_type.clone(),
     };
-    let response = serve(
-        &app,
-        &method,
-        &uri,
-        content_type.as_deref(),
-        &body,
-        &mut record,
-    );
+    let response = serve(&app, &method, &uri, &headers, &body, &mut record);
     record.status = response.status().as_u16();
     tracing::debug!(
         method = %record.method,

@@ -40,10 +40,22 @@ pub struct WatchRequest {
     /// `sendInitialEvents=true`: end the initial ADDED events with a bookmark carrying
     /// the `k8s.io/initial-events-end` annotation.
     pub initial_events_end: bool,
+    /// The client asked for `PartialObjectMetadata` objects.
+    pub metadata_only: bool,
     /// From `timeoutSeconds`.
     pub timeout: Duration,
     /// How often to send a bookmark when bookmarks are allowed.
     pub bookmark_interval: Duration,
+}
+
+/// The `meta.k8s.io/v1` `PartialObjectMetadata` form of an object: what the real
+/// server sends when the client's Accept header asks for metadata only.
+pub fn partial_metadata(object: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
 }
 
 /// One line of a watch stream.
@@ -128,8 +140,15 @@ async fn run(
     let deadline = tokio::time::sleep(req.timeout);
     tokio::pin!(deadline);
 
+    let shape = |object: &Value| {
+        if req.metadata_only {
+            partial_metadata(object)
+        } else {
+            object.clone()
+        }
+    };
     for object in initial.iter().filter(|o| req.selectors.matches(o)) {
-        if tx.send(line("ADDED", object)).await.is_err() {
+        if tx.send(line("ADDED", &shape(object))).await.is_err() {
             return;
         }
     }
@@ -138,7 +157,7 @@ async fn run(
     }
     for change in &backlog {
         if let Some((kind, object)) = translate(&req, change)
-            && tx.send(line(kind, &object)).await.is_err()
+            && tx.send(line(kind, &shape(&object))).await.is_err()
         {
             return;
         }
@@ -165,7 +184,7 @@ async fn run(
             received = events.recv() => match received {
                 Ok(change) => {
                     if let Some((kind, object)) = translate(&req, &change)
-                        && tx.send(line(kind, &object)).await.is_err()
+                        && tx.send(line(kind, &shape(&object))).await.is_err()
                     {
                         return;
                     }
@@ -209,6 +228,7 @@ mod tests {
             },
             bookmarks: false,
             initial_events_end: false,
+            metadata_only: false,
             timeout: Duration::from_secs(1),
             bookmark_interval: Duration::from_secs(1),
         }

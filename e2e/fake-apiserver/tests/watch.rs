@@ -474,3 +474,49 @@ async fn timeout_seconds_ends_the_stream() {
     assert!(events.is_empty());
     assert!(started.elapsed() >= Duration::from_millis(900));
 }
+
+#[tokio::test]
+async fn metadata_only_requests_get_partial_object_metadata() {
+    let server = FakeApiServer::builder().start().await.expect("server");
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    api.create(&PostParams::default(), &cm("a", "web"))
+        .await
+        .expect("create");
+    let listed = api
+        .list_metadata(&kube::api::ListParams::default())
+        .await
+        .expect("list metadata");
+    let kinds: Vec<Option<String>> = listed
+        .items
+        .iter()
+        .map(|o| o.types.as_ref().map(|t| t.kind.clone()))
+        .collect();
+    assert_eq!(kinds, [Some("PartialObjectMetadata".to_owned())]);
+
+    let meta_api: Api<kube::api::PartialObjectMeta<ConfigMap>> =
+        Api::namespaced(server.client(), "default");
+    let mut stream = watcher(meta_api, watcher::Config::default()).boxed();
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        match next(&mut stream).await {
+            Ok(Event::Init) => seen.push("Init".to_owned()),
+            Ok(Event::InitApply(o)) => seen.push(format!("InitApply({})", o.name_any())),
+            Ok(Event::InitDone) => {
+                seen.push("InitDone".to_owned());
+                api.create(&PostParams::default(), &cm("b", "web"))
+                    .await
+                    .expect("create");
+            }
+            Ok(Event::Apply(o)) => {
+                assert_eq!(
+                    o.types.as_ref().map(|t| t.kind.as_str()),
+                    Some("PartialObjectMetadata")
+                );
+                seen.push(format!("Apply({})", o.name_any()));
+            }
+            Ok(Event::Delete(o)) => seen.push(format!("Delete({})", o.name_any())),
+            Err(err) => panic!("metadata watcher error: {err}"),
+        }
+    }
+    assert_eq!(seen, ["Init", "InitApply(a)", "InitDone", "Apply(b)"]);
+}
