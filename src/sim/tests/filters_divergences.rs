@@ -267,7 +267,12 @@ fn bad_quantities_of_bound_objects_count_as_zero() {
         json!({"containers": [requests(json!({"cpu": "2"}))]}),
     );
     assert_eq!(
-        filter_on(std::slice::from_ref(&n), &[damaged.clone()], &p, 0),
+        filter_on(
+            std::slice::from_ref(&n),
+            std::slice::from_ref(&damaged),
+            &p,
+            0
+        ),
         Ok(())
     );
     let wants_memory = pod(
@@ -295,8 +300,8 @@ fn the_extended_resource_claim_has_a_stable_name() {
         json!({}),
         json!({"containers": [requests(json!({"example.com/gpu": "1"}))]}),
     );
-    let claim =
-        extended_resource_claim(&p, &plain_node("n1"), &[class], &FeatureGates::default()).unwrap();
+    let claim = extended_resource_claim(&p, &plain_node("n1"), &[class], &FeatureGates::default())
+        .expect("test data is valid");
     assert_eq!(
         claim.metadata.name.as_deref(),
         Some("trainer-extended-resources")
@@ -330,7 +335,7 @@ fn the_divergence_list_names_every_pinning_test() {
     // A state with no nodes still answers, with its own name as the plugin.
     let state = FilterState::new(&[], &[], &[]);
     let p = pod("p", json!({}), json!({"containers": []}));
-    let prepared = state.prepare(&p, &[]).unwrap();
+    let prepared = state.prepare(&p, &[]).expect("test data is valid");
     assert_eq!(
         state
             .filter(&prepared, 0, &plain_node("x"))

@@ -57,7 +57,7 @@ fn requests(claim: &ResourceClaim) -> Vec<(String, String, i64)> {
         .into_iter()
         .flatten()
         .map(|r| {
-            let exactly = r.exactly.as_ref().unwrap();
+            let exactly = r.exactly.as_ref().expect("test data is valid");
             assert_eq!(
                 exactly.allocation_mode.as_deref(),
                 Some("ExactCount"),
@@ -67,11 +67,20 @@ fn requests(claim: &ResourceClaim) -> Vec<(String, String, i64)> {
             (
                 r.name.clone(),
                 exactly.device_class_name.clone(),
-                exactly.count.unwrap(),
+                exactly.count.expect("test data is valid"),
             )
         })
         .collect()
 }
+
+/// (name, pod, classes, node, wanted requests).
+type RequestCase<'a> = (
+    &'static str,
+    Pod,
+    &'a Vec<DeviceClass>,
+    Node,
+    Vec<(String, String, i64)>,
+);
 
 fn req(name: &str, class: &str, count: i64) -> (String, String, i64) {
     (name.to_string(), class.to_string(), count)
@@ -132,13 +141,7 @@ fn create_requests_and_mappings_requests() {
     // The unmapped resource must come from a device plugin, or the pod would
     // not fit the node at all.
     let gpu1_node = node("node", json!({}), json!({GPU1: "4", "pods": "110"}));
-    let cases: Vec<(
-        &str,
-        Pod,
-        &Vec<DeviceClass>,
-        Node,
-        Vec<(String, String, i64)>,
-    )> = vec![
+    let cases: Vec<RequestCase> = vec![
         (
             "one resource match",
             test_pod(vec![], vec![container("con0", json!({GPU: "1"}))]),
@@ -228,7 +231,7 @@ fn an_init_container_reuses_the_devices_of_the_containers_after_it() {
         &[class("class", Some(GPU), t0)],
         &FeatureGates::default(),
     )
-    .unwrap();
+    .expect("test data is valid");
     assert_eq!(
         requests(&claim),
         vec![
@@ -254,7 +257,7 @@ fn the_request_index_is_the_position_among_the_containers_sorted_request_names()
         &[class("class", Some(GPU), t0)],
         &FeatureGates::default(),
     )
-    .unwrap();
+    .expect("test data is valid");
     // cpu < example.com/gpu < memory
     assert_eq!(
         requests(&claim),
@@ -273,7 +276,7 @@ fn the_implicit_device_class_name_works_for_every_class() {
         &[class("gpu.example.com", None, t0)],
         &FeatureGates::default(),
     )
-    .unwrap();
+    .expect("test data is valid");
     assert_eq!(
         requests(&claim),
         vec![req("container-0-request-0", "gpu.example.com", 2)]
@@ -311,8 +314,10 @@ fn a_node_whose_device_plugin_advertises_the_resource_needs_no_claim() {
 fn no_claim_with_the_gate_off_or_without_a_class() {
     let t0 = "2026-01-01T00:00:00Z";
     let p = test_pod(vec![], vec![container("main", json!({GPU: "1"}))]);
-    let mut off = FeatureGates::default();
-    off.extended_resource = false;
+    let off = FeatureGates {
+        extended_resource: false,
+        ..FeatureGates::default()
+    };
     assert!(
         extended_resource_claim(&p, &bare_node(), &[class("class", Some(GPU), t0)], &off).is_none()
     );
@@ -328,7 +333,8 @@ fn when_classes_clash_the_newest_wins_then_the_lower_name() {
         class("a-new", Some(GPU), "2026-02-01T00:00:00Z"),
         class("c-new", Some(GPU), "2026-02-01T00:00:00Z"),
     ];
-    let claim = extended_resource_claim(&p, &bare_node(), &classes, &gates).unwrap();
+    let claim =
+        extended_resource_claim(&p, &bare_node(), &classes, &gates).expect("test data is valid");
     assert_eq!(
         requests(&claim),
         vec![req("container-0-request-0", "a-new", 1)]
@@ -344,7 +350,7 @@ fn the_claim_is_owned_and_annotated_like_upstreams() {
         &[class("class", Some(GPU), "2026-01-01T00:00:00Z")],
         &FeatureGates::default(),
     )
-    .unwrap();
+    .expect("test data is valid");
     assert_eq!(
         claim.metadata.name.as_deref(),
         Some("pod-extended-resources")
@@ -354,14 +360,14 @@ fn the_claim_is_owned_and_annotated_like_upstreams() {
         Some("pod-extended-resources-")
     );
     assert_eq!(claim.metadata.namespace.as_deref(), Some("default"));
-    let annotations = claim.metadata.annotations.unwrap();
+    let annotations = claim.metadata.annotations.expect("test data is valid");
     assert_eq!(
         annotations
             .get(EXTENDED_RESOURCE_CLAIM_ANNOTATION)
             .map(String::as_str),
         Some("true")
     );
-    let owner = &claim.metadata.owner_references.unwrap()[0];
+    let owner = &claim.metadata.owner_references.expect("test data is valid")[0];
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
         ("Pod", "pod", "uid-1")

@@ -11,6 +11,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+/// (name, node, pods on it, incoming pod, refusing plugin).
+type Step = (&'static str, Node, Vec<Pod>, Pod, Option<&'static str>);
+
 /// A node that fails every filter, and the pod it fails them for; each step
 /// removes the first problem, so the next plugin in upstream's order speaks.
 #[test]
@@ -62,7 +65,7 @@ fn filters_run_in_upstream_order_and_the_first_refusal_wins() {
             }),
         )
     };
-    let steps: Vec<(&str, Node, Vec<Pod>, Pod, Option<&str>)> = {
+    let steps: Vec<Step> = {
         let mut v = Vec::new();
         let (n, b) = problems(true, true, false, true, true, false);
         v.push((
@@ -108,7 +111,9 @@ fn filters_run_in_upstream_order_and_the_first_refusal_wins() {
     };
     for (name, n, bound_pods, p, want) in steps {
         let state = FilterState::new(std::slice::from_ref(&n), &bound_pods, &[]);
-        let prepared = state.prepare(&p, std::slice::from_ref(&n)).unwrap();
+        let prepared = state
+            .prepare(&p, std::slice::from_ref(&n))
+            .expect("test data is valid");
         let got = state.filter(&prepared, 0, &n).err();
         assert_eq!(got.as_ref().map(|r| r.plugin), want, "{name}: {got:?}");
         let checked = state.check(&prepared, 0, &n).err();
@@ -160,7 +165,7 @@ fn resources_of_a_template_node_added_later_count() {
         json!({}),
         json!({"containers": [requests(json!({"nvidia.com/gpu": "2"}))]}),
     );
-    let prepared = state.prepare(&p, &[]).unwrap();
+    let prepared = state.prepare(&p, &[]).expect("test data is valid");
     let template = node(
         "gpu-template",
         json!({}),
@@ -266,7 +271,7 @@ proptest! {
         let existing = bound(pod("e", json!({}), json!({"containers": [requests(json!({"cpu": format!("{used}m")}))]})), "n");
         let p = pod("p", json!({}), json!({"containers": [requests(json!({"cpu": format!("{want}m")}))]}));
         let state = FilterState::new(std::slice::from_ref(&n), &[existing], &[]);
-        let prepared = state.prepare(&p, std::slice::from_ref(&n)).unwrap();
+        let prepared = state.prepare(&p, std::slice::from_ref(&n)).expect("test data is valid");
         let fits = state.filter(&prepared, 0, &n).is_ok();
         prop_assert_eq!(fits, want <= alloc - used);
     }

@@ -59,7 +59,7 @@ fn namespaces() -> Vec<Namespace> {
 
 fn reason_on(nodes: &[Node], pods: &[Pod], p: &Pod, index: usize) -> Option<String> {
     let state = FilterState::new(nodes, pods, &namespaces());
-    let prepared = state.prepare(p, nodes).unwrap();
+    let prepared = state.prepare(p, nodes).expect("test data is valid");
     plugin_reason(
         &state,
         Plugin::InterPodAffinity,
@@ -492,12 +492,21 @@ fn an_invalid_label_value_fails_pre_filter() {
     assert!(error.contains("{{.bad-value.}}"), "{error}");
 }
 
+/// (name, incoming pod, placed pods, nodes, reason per node).
+type MultiNodeCase = (
+    &'static str,
+    Pod,
+    Vec<Pod>,
+    Vec<Node>,
+    Vec<Option<&'static str>>,
+);
+
 #[test]
 fn required_affinity_multiple_nodes() {
     let china = json!({"region": "China"});
     let china_az1 = json!({"region": "China", "az": "az1"});
     let india = json!({"region": "India"});
-    let cases: Vec<(&str, Pod, Vec<Pod>, Vec<Node>, Vec<Option<&str>>)> = vec![
+    let cases: Vec<MultiNodeCase> = vec![
         (
             "A pod can be scheduled onto all the nodes that have the same topology key & label value with one of them has an existing pod that matches the affinity rules",
             pod(
@@ -734,7 +743,7 @@ fn hostname_anti_affinity_spreads_replicas_placed_in_the_simulation() {
     let mut state = FilterState::new(&nodes, &[], &[]);
     let mut placed = Vec::new();
     for _ in 0..4 {
-        let prepared = state.prepare(&replica, &nodes).unwrap();
+        let prepared = state.prepare(&replica, &nodes).expect("test data is valid");
         match (0..nodes.len()).find(|i| state.filter(&prepared, *i, &nodes[*i]).is_ok()) {
             Some(i) => {
                 state.add_pod(&replica, i);

@@ -253,7 +253,9 @@ fn node_affinity() {
         let node = labelled_node(c.node_name, c.labels);
         let state = FilterState::new(std::slice::from_ref(&node), &[], &[]);
         let p = pod("p", json!({}), c.spec);
-        let prepared = state.prepare(&p, std::slice::from_ref(&node)).unwrap();
+        let prepared = state
+            .prepare(&p, std::slice::from_ref(&node))
+            .expect("test data is valid");
         let got = plugin_reason(&state, Plugin::NodeAffinity, &prepared, 0, &node);
         assert_eq!(got.as_deref(), c.want, "{}", c.name);
         let pipeline = state.filter(&prepared, 0, &node).err().map(|r| r.reason);

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 fn run_one(plugin: Plugin, node: &Node, existing: &[Pod], pod: &Pod) -> Option<String> {
     let state = FilterState::new(std::slice::from_ref(node), existing, &[]);
-    let prepared = state.prepare(pod, std::slice::from_ref(node)).unwrap();
+    let prepared = state
+        .prepare(pod, std::slice::from_ref(node))
+        .expect("test data is valid");
     plugin_reason(&state, plugin, &prepared, 0, node)
 }
 
@@ -192,7 +194,7 @@ fn port_pod(name: &str, ports: &[&str]) -> Pod {
         .map(|p| {
             let parts: Vec<&str> = p.split('/').collect();
             json!({"containerPort": 1, "protocol": parts[0], "hostIP": parts[1],
-                   "hostPort": parts[2].parse::<i32>().unwrap()})
+                   "hostPort": parts[2].parse::<i32>().expect("test data is valid")})
         })
         .collect();
     pod(
@@ -325,7 +327,9 @@ fn ports_taken_by_pods_placed_in_the_simulation_conflict() {
         obj(json!({"metadata": {"name": "m1"}, "status": {"allocatable": {"pods": "10"}}}));
     let mut state = FilterState::new(std::slice::from_ref(&node), &[], &[]);
     let p = port_pod("p", &["TCP//8080"]);
-    let prepared = state.prepare(&p, std::slice::from_ref(&node)).unwrap();
+    let prepared = state
+        .prepare(&p, std::slice::from_ref(&node))
+        .expect("test data is valid");
     assert!(state.filter(&prepared, 0, &node).is_ok());
     state.add_pod(&p, 0);
     let rejection = state.filter(&prepared, 0, &node).unwrap_err();

@@ -57,7 +57,7 @@ fn test_pod(regular: &[Value], init: &[Value]) -> Pod {
 }
 
 fn with_spec(mut pod: Pod, extra: Value) -> Pod {
-    let mut spec = serde_json::to_value(pod.spec.take()).unwrap();
+    let mut spec = serde_json::to_value(pod.spec.take()).expect("test data is valid");
     if let (Value::Object(spec), Value::Object(extra)) = (&mut spec, extra) {
         spec.extend(extra);
     }
@@ -96,12 +96,14 @@ fn run(node: &Node, cases: Vec<Case>) {
     for case in cases {
         let mut state =
             FilterState::new(std::slice::from_ref(node), &[existing(case.existing)], &[]);
-        let mut gates = FeatureGates::default();
-        gates.extended_resource = case.dra_gate;
+        let gates = FeatureGates {
+            extended_resource: case.dra_gate,
+            ..FeatureGates::default()
+        };
         state.set_device_classes(&[dra_class()], &gates);
         let prepared = state
             .prepare(&case.pod, std::slice::from_ref(node))
-            .unwrap();
+            .expect("test data is valid");
         let got = plugin_reason(&state, Plugin::NodeResourcesFit, &prepared, 0, node);
         assert_eq!(got.as_deref(), case.want, "{}", case.name);
     }
@@ -452,7 +454,9 @@ fn prepared_pod_lists_the_extended_resources_dra_can_serve() {
     let mut state = FilterState::new(std::slice::from_ref(&node), &[], &[]);
     state.set_device_classes(&[dra_class()], &FeatureGates::default());
     let p = test_pod(&[scalar(DRA_RESOURCE, 2), scalar(AAA, 1)], &[]);
-    let prepared = state.prepare(&p, std::slice::from_ref(&node)).unwrap();
+    let prepared = state
+        .prepare(&p, std::slice::from_ref(&node))
+        .expect("test data is valid");
     assert_eq!(
         prepared.extended_via_dra,
         vec![(DRA_RESOURCE.to_string(), 2)]
@@ -556,7 +560,9 @@ fn restartable_init_containers() {
         ),
     ] {
         let state = FilterState::new(std::slice::from_ref(&node), &[], &[]);
-        let prepared = state.prepare(&p, std::slice::from_ref(&node)).unwrap();
+        let prepared = state
+            .prepare(&p, std::slice::from_ref(&node))
+            .expect("test data is valid");
         let got = plugin_reason(&state, Plugin::NodeResourcesFit, &prepared, 0, &node);
         assert_eq!(got.as_deref(), want, "{name}");
     }
@@ -571,11 +577,15 @@ fn pods_placed_in_the_simulation_use_up_the_node() {
     );
     let mut state = FilterState::new(std::slice::from_ref(&node), &[], &[]);
     let half = test_pod(&[json!({"cpu": "500m", "memory": "256Mi"})], &[]);
-    let prepared = state.prepare(&half, std::slice::from_ref(&node)).unwrap();
+    let prepared = state
+        .prepare(&half, std::slice::from_ref(&node))
+        .expect("test data is valid");
     assert!(state.filter(&prepared, 0, &node).is_ok());
     state.add_pod(&half, 0);
     state.add_pod(&half, 0);
-    let prepared = state.prepare(&half, std::slice::from_ref(&node)).unwrap();
+    let prepared = state
+        .prepare(&half, std::slice::from_ref(&node))
+        .expect("test data is valid");
     let rejection = state.filter(&prepared, 0, &node).unwrap_err();
     assert_eq!(rejection.plugin, "NodeResourcesFit");
     assert_eq!(rejection.reason, "Insufficient cpu");
@@ -606,6 +616,8 @@ fn finished_pods_do_not_hold_resources() {
     done.status = Some(obj(json!({"phase": "Succeeded"})));
     let state = FilterState::new(std::slice::from_ref(&node), &[done], &[]);
     let p = test_pod(&[json!({"cpu": "1"})], &[]);
-    let prepared = state.prepare(&p, std::slice::from_ref(&node)).unwrap();
+    let prepared = state
+        .prepare(&p, std::slice::from_ref(&node))
+        .expect("test data is valid");
     assert!(state.filter(&prepared, 0, &node).is_ok());
 }

@@ -50,6 +50,18 @@ fn existing(name: &str, node: &str, labels: Value) -> Pod {
     bound(pod(name, labels, json!({"containers": []})), node)
 }
 
+/// (name, nodes, placed pods, incoming pod, plugin reason per node).
+type PerNodeCase = (
+    &'static str,
+    Vec<Node>,
+    Vec<Pod>,
+    Pod,
+    Vec<(&'static str, Option<&'static str>)>,
+);
+
+/// (name, nodes, placed pods, incoming pod, nodes it can land on).
+type CandidateCase = (&'static str, Vec<Node>, Vec<Pod>, Pod, Vec<&'static str>);
+
 fn foo() -> Value {
     json!({"foo": ""})
 }
@@ -68,12 +80,12 @@ fn zone_nodes() -> Vec<Node> {
 /// Runs the plugin alone on every node: node name → reason (None = fits).
 fn per_node(nodes: &[Node], existing: &[Pod], pod: &Pod) -> BTreeMap<String, Option<String>> {
     let state = FilterState::new(nodes, existing, &[]);
-    let prepared = state.prepare(pod, nodes).unwrap();
+    let prepared = state.prepare(pod, nodes).expect("test data is valid");
     nodes
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let name = n.metadata.name.clone().unwrap();
+            let name = n.metadata.name.clone().expect("test data is valid");
             (
                 name,
                 plugin_reason(&state, Plugin::PodTopologySpread, &prepared, i, n),
@@ -110,7 +122,7 @@ fn single_constraint() {
         ]
     };
     let s = Some(SKEW);
-    let cases: Vec<(&str, Vec<Node>, Vec<Pod>, Pod, Vec<(&str, Option<&str>)>)> = vec![
+    let cases: Vec<PerNodeCase> = vec![
         (
             "no existing pods",
             zone_nodes(),
@@ -298,7 +310,7 @@ fn multiple_constraints() {
     };
     let s = Some(SKEW);
     let foo_bar = || json!({"foo": "", "bar": ""});
-    let cases: Vec<(&str, Vec<Node>, Vec<Pod>, Pod, Vec<(&str, Option<&str>)>)> = vec![
+    let cases: Vec<PerNodeCase> = vec![
         (
             "two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
             zone_nodes(),
@@ -485,7 +497,7 @@ fn pod_topology_spread_filter() {
         c[field] = json!("Ignore");
         c
     };
-    let cases: Vec<(&str, Vec<Node>, Vec<Pod>, Pod, Vec<&str>)> = vec![
+    let cases: Vec<CandidateCase> = vec![
         (
             "place pod on a 1/1/0/1 cluster with MaxSkew=1, node-2 is the only fit",
             default_nodes(),
@@ -757,12 +769,18 @@ fn pods_placed_in_the_simulation_move_the_spread() {
     // First-fit in node order alternates zones: node-0, then zone-1, then zone-0 ...
     let mut placed = Vec::new();
     for _ in 0..4 {
-        let prepared = state.prepare(&p, &nodes).unwrap();
+        let prepared = state.prepare(&p, &nodes).expect("test data is valid");
         let index = (0..nodes.len())
             .find(|i| state.filter(&prepared, *i, &nodes[*i]).is_ok())
-            .unwrap();
+            .expect("test data is valid");
         state.add_pod(&p, index);
-        placed.push(nodes[index].metadata.name.clone().unwrap());
+        placed.push(
+            nodes[index]
+                .metadata
+                .name
+                .clone()
+                .expect("test data is valid"),
+        );
     }
     assert_eq!(placed, vec!["node-0", "node-2", "node-0", "node-2"]);
 }
@@ -772,9 +790,9 @@ fn a_prepared_pod_keeps_the_counts_it_was_prepared_with() {
     let nodes = default_nodes();
     let mut state = FilterState::new(&nodes, &[], &[]);
     let p = incoming(foo(), vec![constraint(1, "zone", exists("foo"))], json!({}));
-    let before = state.prepare(&p, &nodes).unwrap();
+    let before = state.prepare(&p, &nodes).expect("test data is valid");
     state.add_pod(&p, 0);
-    let after = state.prepare(&p, &nodes).unwrap();
+    let after = state.prepare(&p, &nodes).expect("test data is valid");
     assert!(
         state.filter(&before, 1, &nodes[1]).is_ok(),
         "snapshot from before the placement"
