@@ -33,6 +33,41 @@ use super::library::{
 /// evaluation well inside a thread's stack.
 pub(crate) const MAX_DEPTH: usize = 200;
 
+/// Most tokens that can deepen the parse tree (see [`deepening_tokens`]).
+/// The generated parser recurses once per left-nested operator and has no
+/// limit of its own for chains like `1 + 1 + …`; a few thousand of them
+/// overflow a 2 MiB thread stack before [`MAX_DEPTH`] is ever checked.
+pub(crate) const MAX_DEEPENING_TOKENS: usize = 1000;
+
+/// Counts operator, member, index, call and ternary tokens outside string
+/// literals: an upper bound on how deep the parser may recurse. `&&` and `||`
+/// are not counted because the parser balances their chains.
+pub(crate) fn deepening_tokens(src: &str) -> usize {
+    let bytes = src.as_bytes();
+    let mut count = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            quote @ (b'"' | b'\'') => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != quote {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'=' | b'!' | b'.' | b'[' | b'('
+            | b'{' | b'?' => {
+                count += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    count
+}
+
 /// What the environment declares beyond the common library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Declarations {

@@ -14,6 +14,11 @@ use super::error::{CelError, runtime_message};
 use super::library::reset_budget;
 use crate::gates::{FeatureGates, KubeVersion};
 
+/// Message part of a compile error raised because the generated parser
+/// panicked. Known cause: cel-rust's recursion guard underflows in debug
+/// builds once an expression trips its nesting limit.
+pub(crate) const PARSER_PANIC: &str = "the CEL parser panicked";
+
 /// Which of upstream's two CEL environments to model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CelEnvironment {
@@ -101,6 +106,16 @@ impl SelectorCompiler {
     }
 
     fn compile_uncached(&self, expression: &str) -> Result<CompiledSelector, CelError> {
+        let deepening = checker::deepening_tokens(expression);
+        if deepening > checker::MAX_DEEPENING_TOKENS {
+            return Err(CelError::compile(
+                expression,
+                format!(
+                    "compilation failed: expression has {deepening} operators, more than the {} supported",
+                    checker::MAX_DEEPENING_TOKENS
+                ),
+            ));
+        }
         // The parser is generated code; a panic in it must not take the
         // autoscaler down with it.
         let parsed = catch_unwind(|| Parser::new().enable_optional_syntax(true).parse(expression));
@@ -115,7 +130,7 @@ impl SelectorCompiler {
             Err(_) => {
                 return Err(CelError::compile(
                     expression,
-                    "compilation failed: the CEL parser panicked",
+                    format!("compilation failed: {PARSER_PANIC}"),
                 ));
             }
         };

@@ -9,6 +9,7 @@ use k8s_openapi::api::resource::v1::{Device, DeviceAttribute, DeviceCapacity};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use proptest::prelude::*;
 
+use super::compiler::PARSER_PANIC;
 use super::*;
 use crate::gates::{FeatureGates, KubeVersion};
 
@@ -1161,4 +1162,73 @@ fn selector_timing() {
         "{:>8.0} ns  CelDevice::new (incl. building the k8s Device)",
         start.elapsed().as_nanos() as f64 / f64::from(n)
     );
+}
+
+/// Deep trees are either refused at compile time or evaluated; a stack
+/// overflow would abort the process, which no `catch_unwind` can stop.
+#[test]
+fn deep_expressions_do_not_overflow_the_stack() {
+    let gates = FeatureGates::default();
+    let device = CelDevice::new(DRIVER, &make_device(&[("name", i(1))], &[], None), &gates);
+    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+        (
+            "plus-chain",
+            Box::new(|n| format!("{} == {n}", vec!["1"; n].join(" + "))),
+        ),
+        ("and-chain", Box::new(|n| vec!["true"; n].join(" && "))),
+        (
+            "not-prefix",
+            Box::new(|n| format!("{}true", "!".repeat(n * 2))),
+        ),
+        (
+            "parens",
+            Box::new(|n| format!("{}true{}", "(".repeat(n), ")".repeat(n))),
+        ),
+        (
+            "nested-lists",
+            Box::new(|n| format!("size({}1{}) == 1", "[".repeat(n), "]".repeat(n))),
+        ),
+        (
+            "select-chain",
+            Box::new(|n| format!("has(device.attributes[\"d\"]{})", ".a".repeat(n))),
+        ),
+        (
+            "nested-calls",
+            Box::new(|n| format!("{}'x'{} == 'x'", "string(".repeat(n), ")".repeat(n))),
+        ),
+        (
+            "nested-ternary",
+            Box::new(|n| format!("{}true", "false ? false : ".repeat(n))),
+        ),
+        (
+            "nested-exists",
+            Box::new(|n| format!("{}true{}", "[1].exists(x, ".repeat(n), ")".repeat(n))),
+        ),
+    ];
+    for (name, shape) in &shapes {
+        for n in [10, 90, 150, 250, 1000, 1500, 5000] {
+            let expr = shape(n);
+            let mut compiler = SelectorCompiler::new(&gates);
+            // Run on a thread with the default 2 MiB test stack, like the allocator's callers.
+            let outcome = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| match compiler.compile(&expr) {
+                        Ok(sel) => sel.matches(&device).map(|_| ()).map_err(|e| e.message),
+                        Err(e) => Err(e.message),
+                    })
+                    .join()
+            });
+            let outcome = outcome.unwrap_or_else(|_| panic!("{name} at {n} panicked"));
+            if let Err(message) = outcome {
+                // cel-rust's recursion guard underflows in debug builds once
+                // its limit trips (it wraps to the limit in release builds);
+                // that panic is caught and reported as a compile error.
+                let parser_limit = message.contains(PARSER_PANIC);
+                assert!(
+                    parser_limit || !message.contains("panicked"),
+                    "{name} at {n}: {message}"
+                );
+            }
+        }
+    }
 }
