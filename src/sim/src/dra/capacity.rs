@@ -108,10 +108,10 @@ pub(crate) fn fits(
         }
         let mut total = value.amount;
         if let Some(c) = consumed.and_then(|c| c.get(i)) {
-            total = total.add(*c);
+            total = total.plus(*c);
         }
         if let Some(a) = allocating.and_then(|a| a.get(i)) {
-            total = total.add(*a);
+            total = total.plus(*a);
         }
         if total > capacity.value.amount {
             return Some(false);

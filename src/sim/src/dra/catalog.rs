@@ -315,6 +315,7 @@ impl DraCatalog {
             gates,
             node,
             pools,
+            states: &view.states,
             table,
             caches,
         };
@@ -332,7 +333,7 @@ impl DraCatalog {
             slots.push(claim_slots);
             constraints.push(claim_constraints(claim, features.list_type_attributes)?);
         }
-        let mut search = Search::new(chk, claims, &view.states, slots, constraints, share_ids);
+        let mut search = Search::new(chk, claims, slots, constraints, share_ids);
         let outcome = search.allocate_one(
             RKey {
                 claim: 0,

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::cel_shim::{CelDevice, CompiledSelector, SelectorCompiler};
+use crate::cel::{CelDevice, CompiledSelector, SelectorCompiler};
 use crate::gates::FeatureGates;
 
 use super::inventory::DeviceEntry;

@@ -316,7 +316,7 @@ fn counter_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<Str
             let own = pool.consumption[dev.flat]
                 .iter()
                 .filter(|(s, c, _)| *s == set_idx && *c == counter_idx)
-                .fold(super::quantity::Amount::ZERO, |acc, (_, _, a)| acc.add(*a));
+                .fold(super::quantity::Amount::ZERO, |acc, (_, _, a)| acc.plus(*a));
             let left = state.available[set_idx][counter_idx];
             if left < own {
                 let show = |a| {

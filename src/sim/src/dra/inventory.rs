@@ -199,13 +199,12 @@ pub(crate) fn convert_slice(
 /// device; a rule without a selector, or with an empty one, matches all.
 fn append_rule_taints(device: &mut Device, driver: &str, pool: &str, rules: &[DeviceTaintRule]) {
     for rule in rules {
-        if let Some(selector) = &rule.spec.device_selector {
-            if selector.driver.as_deref().is_some_and(|d| d != driver)
+        if let Some(selector) = &rule.spec.device_selector
+            && (selector.driver.as_deref().is_some_and(|d| d != driver)
                 || selector.pool.as_deref().is_some_and(|p| p != pool)
-                || selector.device.as_deref().is_some_and(|d| d != device.name)
-            {
-                continue;
-            }
+                || selector.device.as_deref().is_some_and(|d| d != device.name))
+        {
+            continue;
         }
         let taint = &rule.spec.taint;
         device

@@ -32,7 +32,6 @@
 mod capacity;
 mod catalog;
 mod cel_cache;
-mod cel_shim;
 mod constraints;
 mod diagnose;
 mod inventory;

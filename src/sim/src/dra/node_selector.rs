@@ -106,17 +106,17 @@ impl Term {
             }
         }
         // Upstream only checks fields when the node has any (a name).
-        if let Some(fields) = &self.fields {
-            if !node_name.is_empty() {
-                for field in fields {
-                    let actual = if field.key == "metadata.name" {
-                        node_name
-                    } else {
-                        ""
-                    };
-                    if (actual == field.value) != field.equal {
-                        return false;
-                    }
+        if let Some(fields) = &self.fields
+            && !node_name.is_empty()
+        {
+            for field in fields {
+                let actual = if field.key == "metadata.name" {
+                    node_name
+                } else {
+                    ""
+                };
+                if (actual == field.value) != field.equal {
+                    return false;
                 }
             }
         }

@@ -70,7 +70,7 @@ impl PoolState {
                         for (counter, amount) in &consumption.counters {
                             if let Some(idx) = set.counters.iter().position(|(n, _)| n == counter) {
                                 let slot = &mut out.available[set_idx][idx];
-                                *slot = slot.sub(*amount);
+                                *slot = slot.minus(*amount);
                             }
                         }
                     }

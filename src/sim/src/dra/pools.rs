@@ -217,18 +217,18 @@ fn build_pool(
         }
     }
     let mut not_targeting: Vec<&Arc<SliceEntry>> = Vec::new();
-    if let Some(all) = all_at_generation {
-        if slices.len() < all.len() {
-            let names: BTreeSet<&str> = slices.iter().map(|s| s.name.as_str()).collect();
-            for slice in all {
-                if names.contains(slice.name.as_str()) {
-                    continue;
-                }
-                if f.partitionable_devices && !slice.shared_counters.is_empty() {
-                    counter_slices.push(slice);
-                } else {
-                    not_targeting.push(slice);
-                }
+    if let Some(all) = all_at_generation
+        && slices.len() < all.len()
+    {
+        let names: BTreeSet<&str> = slices.iter().map(|s| s.name.as_str()).collect();
+        for slice in all {
+            if names.contains(slice.name.as_str()) {
+                continue;
+            }
+            if f.partitionable_devices && !slice.shared_counters.is_empty() {
+                counter_slices.push(slice);
+            } else {
+                not_targeting.push(slice);
             }
         }
     }

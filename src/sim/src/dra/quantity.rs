@@ -81,13 +81,13 @@ impl Amount {
 
     /// Saturating sum.
     #[must_use]
-    pub fn add(self, other: Amount) -> Amount {
+    pub fn plus(self, other: Amount) -> Amount {
         Amount(self.0.saturating_add(other.0))
     }
 
     /// Saturating difference.
     #[must_use]
-    pub fn sub(self, other: Amount) -> Amount {
+    pub fn minus(self, other: Amount) -> Amount {
         Amount(self.0.saturating_sub(other.0))
     }
 

@@ -13,6 +13,7 @@ use super::capacity;
 use super::catalog::ClassEntry;
 use super::cel_cache::{DeviceCaches, EvalError, SelectorTable};
 use super::node_selector::node_matches;
+use super::pool_state::PoolState;
 use super::pools::Pool;
 use super::quantity::Value;
 use super::state::FixedMap;
@@ -98,6 +99,8 @@ pub(crate) struct Checker<'a> {
     pub gates: &'a FeatureGates,
     pub node: &'a k8s_openapi::api::core::v1::Node,
     pub pools: &'a [Pool],
+    /// What existing allocations mean for each pool (aligned with `pools`).
+    pub states: &'a [PoolState],
     pub table: &'a mut SelectorTable,
     pub caches: &'a mut DeviceCaches,
 }
@@ -321,8 +324,9 @@ fn validate<'c>(
                         if !selectable(chk, claim, &data, dev)? {
                             continue;
                         }
+                        let consumed = chk.states[pool_idx].consumed[dev.flat].as_deref();
                         if chk.f.consumable_capacity
-                            && capacity::fits(data.capacity.as_deref(), device, None, None)
+                            && capacity::fits(data.capacity.as_deref(), device, consumed, None)
                                 != Some(true)
                         {
                             continue;

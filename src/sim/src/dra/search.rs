@@ -77,7 +77,7 @@ pub(crate) struct Search<'a, 'c> {
     pub invocations: u64,
 }
 
-fn pool_of<'p>(pools: &'p [Pool], dev: DevRef) -> (&'p Pool, &'p DeviceEntry) {
+fn pool_of(pools: &[Pool], dev: DevRef) -> (&Pool, &DeviceEntry) {
     let pool = &pools[dev.pool];
     (pool, &pool.slices[dev.slice].devices[dev.device])
 }
@@ -86,7 +86,6 @@ impl<'a, 'c> Search<'a, 'c> {
     pub fn new(
         chk: Checker<'a>,
         claims: &'c [&'c ResourceClaim],
-        states: &'a [PoolState],
         slots: Vec<Vec<Slot<'c>>>,
         constraints: Vec<Vec<Constraint>>,
         share_ids: &'a mut ShareIdGenerator,
@@ -95,9 +94,9 @@ impl<'a, 'c> Search<'a, 'c> {
         Search {
             selected: slots.iter().map(|s| vec![0; s.len()]).collect(),
             results: vec![Vec::new(); claims.len()],
+            states: chk.states,
             chk,
             claims,
-            states,
             slots,
             constraints,
             allocating: FixedMap::default(),
@@ -176,28 +175,26 @@ impl<'a, 'c> Search<'a, 'c> {
             };
         }
 
-        if !inside_sub {
-            if let Slot::FirstAvailable(subs) = &self.slots[r.claim][r.request] {
-                let n = subs.len();
-                let mut all_exceeded = true;
-                for sub in 0..n {
-                    let key = RKey { sub, ..r };
-                    match self.allocate_one(key, device_index, true, (0, 0, 0)) {
-                        Err(Stop::MaxSize) => continue,
-                        Err(e) => return Err(e),
-                        Ok(true) => {
-                            self.selected[r.claim][r.request] = sub;
-                            return Ok(true);
-                        }
-                        Ok(false) => all_exceeded = false,
+        if !inside_sub && let Slot::FirstAvailable(subs) = &self.slots[r.claim][r.request] {
+            let n = subs.len();
+            let mut all_exceeded = true;
+            for sub in 0..n {
+                let key = RKey { sub, ..r };
+                match self.allocate_one(key, device_index, true, (0, 0, 0)) {
+                    Err(Stop::MaxSize) => {}
+                    Err(e) => return Err(e),
+                    Ok(true) => {
+                        self.selected[r.claim][r.request] = sub;
+                        return Ok(true);
                     }
+                    Ok(false) => all_exceeded = false,
                 }
-                return if all_exceeded {
-                    Err(Stop::MaxSize)
-                } else {
-                    Ok(false)
-                };
             }
+            return if all_exceeded {
+                Err(Stop::MaxSize)
+            } else {
+                Ok(false)
+            };
         }
 
         let data = Self::data(&self.slots, r);
@@ -356,7 +353,7 @@ impl<'a, 'c> Search<'a, 'c> {
                 match self.allocating_capacity.get_mut(&dev.key()) {
                     Some(existing) => {
                         for (slot, amount) in existing.iter_mut().zip(&amounts) {
-                            *slot = slot.add(*amount);
+                            *slot = slot.plus(*amount);
                         }
                     }
                     None => {
@@ -396,14 +393,14 @@ impl<'a, 'c> Search<'a, 'c> {
         }
         if undo.allow_multi {
             let consumed = self.results[undo.key.claim][undo.prev_len].consumed.clone();
-            if let Some(consumed) = consumed {
-                if let Some(entry) = self.allocating_capacity.get_mut(&undo.dev.key()) {
-                    for (slot, v) in entry.iter_mut().zip(&consumed) {
-                        *slot = slot.sub(v.amount);
-                    }
-                    if entry.iter().all(|a| a.is_zero()) {
-                        self.allocating_capacity.remove(&undo.dev.key());
-                    }
+            if let Some(consumed) = consumed
+                && let Some(entry) = self.allocating_capacity.get_mut(&undo.dev.key())
+            {
+                for (slot, v) in entry.iter_mut().zip(&consumed) {
+                    *slot = slot.minus(v.amount);
+                }
+                if entry.iter().all(|a| a.is_zero()) {
+                    self.allocating_capacity.remove(&undo.dev.key());
                 }
             }
         } else if self.chk.f.partitionable_devices {
@@ -426,7 +423,7 @@ impl<'a, 'c> Search<'a, 'c> {
         });
         for (set, counter, amount) in &pool.consumption[dev.flat] {
             let slot = &mut consumed[*set][*counter];
-            *slot = slot.add(*amount);
+            *slot = slot.plus(*amount);
         }
         let fits = available
             .iter()
@@ -444,7 +441,7 @@ impl<'a, 'c> Search<'a, 'c> {
         if let Some(consumed) = self.consumed_counters[dev.pool].as_mut() {
             for (set, counter, amount) in &pool.consumption[dev.flat] {
                 let slot = &mut consumed[*set][*counter];
-                *slot = slot.sub(*amount);
+                *slot = slot.minus(*amount);
             }
         }
     }
@@ -461,15 +458,15 @@ pub(crate) fn taint_prevents(taints: &[Taint], tolerations: &[DeviceToleration])
 
 /// Upstream `resourceclaim.ToleratesTaint`.
 pub(crate) fn tolerates(toleration: &DeviceToleration, taint: &Taint) -> bool {
-    if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty()) {
-        if effect != taint.effect {
-            return false;
-        }
+    if let Some(effect) = toleration.effect.as_deref().filter(|e| !e.is_empty())
+        && effect != taint.effect
+    {
+        return false;
     }
-    if let Some(key) = toleration.key.as_deref().filter(|k| !k.is_empty()) {
-        if key != taint.key {
-            return false;
-        }
+    if let Some(key) = toleration.key.as_deref().filter(|k| !k.is_empty())
+        && key != taint.key
+    {
+        return false;
     }
     match toleration.operator.as_deref().unwrap_or("") {
         "" | "Equal" => toleration.value.as_deref().unwrap_or("") == taint.value,

@@ -140,12 +140,68 @@ impl AllocatedState {
                                 .map(|v| v.amount)
                                 .unwrap_or_default();
                             let slot = entry.entry(name.clone()).or_default();
-                            *slot = slot.add(amount);
+                            *slot = slot.plus(amount);
                         }
                     }
                 }
                 _ => {
                     pool.exclusive.insert(result.device.clone());
+                }
+            }
+        }
+        self.stamp = fresh_stamp();
+    }
+
+    /// Forgets one claim's allocation result, the inverse of
+    /// [`AllocatedState::add_allocation`]: the simulation rolls back placements
+    /// that a gang could not complete.
+    pub fn remove_allocation(&mut self, allocation: &AllocationResult, gates: &FeatureGates) {
+        let results = allocation
+            .devices
+            .as_ref()
+            .and_then(|d| d.results.as_ref())
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for result in results {
+            if result.admin_access == Some(true) {
+                continue;
+            }
+            let Some(pool) = self
+                .pools
+                .get_mut(&result.driver)
+                .and_then(|p| p.get_mut(&result.pool))
+            else {
+                continue;
+            };
+            match (&result.share_id, gates.consumable_capacity) {
+                (Some(share), true) => {
+                    if let Some(shares) = pool.shared.get_mut(&result.device) {
+                        shares.remove(share);
+                        if shares.is_empty() {
+                            pool.shared.remove(&result.device);
+                        }
+                    }
+                    if let (Some(consumed), Some(entry)) = (
+                        &result.consumed_capacity,
+                        pool.capacity.get_mut(&result.device),
+                    ) {
+                        for (name, quantity) in consumed {
+                            let amount = Value::from_quantity(quantity)
+                                .map(|v| v.amount)
+                                .unwrap_or_default();
+                            if let Some(slot) = entry.get_mut(name) {
+                                *slot = slot.minus(amount);
+                            }
+                        }
+                        // The entry itself marks the device as allocated; drop it
+                        // with the last share.
+                        if !pool.shared.contains_key(&result.device) {
+                            pool.capacity.remove(&result.device);
+                        }
+                    }
+                }
+                _ => {
+                    pool.exclusive.remove(&result.device);
                 }
             }
         }
@@ -289,8 +345,10 @@ mod tests {
 
     #[test]
     fn shares_are_exclusive_with_the_gate_off() {
-        let mut gates = FeatureGates::default();
-        gates.consumable_capacity = false;
+        let gates = FeatureGates {
+            consumable_capacity: false,
+            ..FeatureGates::default()
+        };
         let mut state = AllocatedState::default();
         state.add_allocation(
             &allocation(vec![result("a", false, Some("s1"), &[("mem", "1")])]),
@@ -325,5 +383,27 @@ mod tests {
         );
         assert!(state.is_allocated(&DeviceId::new("d", "p", "a")));
         assert_eq!(DeviceId::new("d", "p", "a").to_string(), "d/p/a");
+    }
+
+    #[test]
+    fn remove_allocation_undoes_add_allocation() {
+        let gates = FeatureGates::default();
+        let mut state = AllocatedState::default();
+        let shared = allocation(vec![
+            result("a", false, Some("s1"), &[("mem", "1Gi")]),
+            result("b", false, None, &[]),
+        ]);
+        let other = allocation(vec![result("a", false, Some("s2"), &[("mem", "1Gi")])]);
+        state.add_allocation(&shared, &gates);
+        state.add_allocation(&other, &gates);
+        let stamp = state.stamp();
+        state.remove_allocation(&shared, &gates);
+        assert_ne!(state.stamp(), stamp);
+        let a = DeviceId::new("d", "p", "a");
+        assert!(state.is_allocated(&a), "the second share still holds it");
+        assert_eq!(state.consumed_capacity(&a).unwrap()["mem"], "1073741824");
+        assert!(!state.is_allocated(&DeviceId::new("d", "p", "b")));
+        state.remove_allocation(&other, &gates);
+        assert!(!state.is_allocated(&a));
     }
 }
