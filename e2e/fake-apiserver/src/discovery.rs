@@ -11,11 +11,38 @@ use k8s_openapi::apimachinery::pkg::{
     },
     version::Info,
 };
-use kube::core::Version;
+use kube::core::{
+    Version,
+    discovery::v2::{
+        APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APISubresourceDiscovery,
+        APIVersionDiscovery, GroupVersionKind as DiscoveryGvk,
+    },
+};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{error::ApiError, resource::Registry};
+use crate::{
+    error::ApiError,
+    resource::{Registry, ResourceDef},
+};
+
+/// Media type of an aggregated discovery response (`apidiscovery.k8s.io/v2`).
+pub const AGGREGATED_MEDIA_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an Accept header asks for aggregated discovery (kubectl, kube's
+/// `Discovery::run_aggregated`). Clients list it first and fall back to the plain
+/// documents when the response is not of that type.
+pub fn wants_aggregated(accept: Option<&str>) -> bool {
+    accept.is_some_and(|a| {
+        a.split(',').any(|media| {
+            let params: Vec<&str> = media.split(';').map(str::trim).collect();
+            params.contains(&"g=apidiscovery.k8s.io")
+                && params.contains(&"v=v2")
+                && params.contains(&"as=APIGroupDiscoveryList")
+        })
+    })
+}
 
 const VERBS: [&str; 8] = [
     "create",
@@ -169,6 +196,91 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<
     })
 }
 
+fn discovery_gvk(def: &ResourceDef, kind: &str) -> DiscoveryGvk {
+    DiscoveryGvk {
+        group: Some(def.group.clone()),
+        version: Some(def.version.clone()),
+        kind: Some(kind.to_owned()),
+    }
+}
+
+fn resource_discovery(def: &ResourceDef) -> APIResourceDiscovery {
+    APIResourceDiscovery {
+        resource: Some(def.plural.clone()),
+        response_kind: Some(discovery_gvk(def, &def.kind)),
+        scope: Some(
+            if def.namespaced {
+                "Namespaced"
+            } else {
+                "Cluster"
+            }
+            .into(),
+        ),
+        singular_resource: Some(def.kind.to_lowercase()),
+        verbs: VERBS.iter().map(|v| (*v).to_owned()).collect(),
+        short_names: def.short_names.clone(),
+        categories: Vec::new(),
+        subresources: def
+            .subresources()
+            .into_iter()
+            .map(|sub| {
+                let (kind, verbs): (&str, &[&str]) = match sub {
+                    "binding" => ("Binding", &["create"]),
+                    _ => (def.kind.as_str(), &["get", "patch", "update"]),
+                };
+                APISubresourceDiscovery {
+                    subresource: Some(sub.to_owned()),
+                    response_kind: Some(discovery_gvk(def, kind)),
+                    accepted_types: Vec::new(),
+                    verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+                }
+            })
+            .collect(),
+    }
+}
+
+fn group_discovery(registry: &Registry, group: &str, versions: &[String]) -> APIGroupDiscovery {
+    APIGroupDiscovery {
+        metadata: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(group.to_owned()),
+            ..Default::default()
+        }),
+        versions: versions
+            .iter()
+            .map(|version| APIVersionDiscovery {
+                version: Some(version.clone()),
+                resources: registry
+                    .iter()
+                    .filter(|d| d.group == group && &d.version == version)
+                    .map(resource_discovery)
+                    .collect(),
+                freshness: Some("Current".into()),
+            })
+            .collect(),
+    }
+}
+
+/// Aggregated discovery for `/api` (`core`) or `/apis`: every resource in one document.
+pub fn aggregated(registry: &Registry, core: bool) -> Result<Value, ApiError> {
+    let items = if core {
+        vec![group_discovery(registry, "", &["v1".to_owned()])]
+    } else {
+        group_versions(registry)
+            .iter()
+            .map(|(group, versions)| group_discovery(registry, group, versions))
+            .collect()
+    };
+    let mut doc = to_value(&APIGroupDiscoveryList {
+        metadata: Some(Default::default()),
+        items,
+    })?;
+    if let Some(map) = doc.as_object_mut() {
+        map.insert("kind".into(), Value::from("APIGroupDiscoveryList"));
+        map.insert("apiVersion".into(), Value::from("apidiscovery.k8s.io/v2"));
+    }
+    Ok(doc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +314,17 @@ mod tests {
             .filter_map(|v| v["version"].as_str())
             .collect();
         assert_eq!(versions, vec!["v1", "v1beta1", "v1alpha3"]);
+    }
+
+    #[test]
+    fn aggregated_accept_headers_are_recognised() {
+        let kube = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert!(wants_aggregated(Some(kube)));
+        assert!(!wants_aggregated(Some(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        )));
+        assert!(!wants_aggregated(Some("application/json")));
+        assert!(!wants_aggregated(None));
     }
 
     #[test]

@@ -434,6 +434,22 @@ fn serve(
         // Plain text, as upstream answers health probes; handy for shell scripts.
         Route::Health => return (StatusCode::OK, "ok").into_response(),
         Route::Version => discovery::version(&app.version),
+        listing @ (Route::CoreVersions | Route::Groups)
+            if discovery::wants_aggregated(
+                headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
+            ) =>
+        {
+            let core = matches!(listing, Route::CoreVersions);
+            return match discovery::aggregated(&app.registry, core) {
+                Ok(doc) => (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, discovery::AGGREGATED_MEDIA_TYPE)],
+                    doc.to_string(),
+                )
+                    .into_response(),
+                Err(err) => error_response(&err),
+            };
+        }
         Route::CoreVersions => discovery::core_versions(app.addr),
         Route::Groups => discovery::group_list(&app.registry),
         Route::Group(group) => discovery::group(&app.registry, &group),

@@ -501,6 +501,31 @@ async fn discovery_and_version() {
             .any(|(sub, _)| sub.plural == "binding")
     );
 
+    // Aggregated discovery (two requests) finds the same resources.
+    let aggregated = Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .expect("aggregated discovery");
+    let (agg_ar, agg_caps) = aggregated
+        .resolve_gvk(&gvk)
+        .expect("NodeGroup in aggregated");
+    assert_eq!(agg_ar.plural, "nodegroups");
+    assert_eq!(agg_caps.scope, Scope::Cluster);
+    assert!(
+        agg_caps
+            .subresources
+            .iter()
+            .any(|(sub, _)| sub.plural == "status")
+    );
+    let (_, agg_pod) = aggregated.resolve_gvk(&pods).expect("pods in aggregated");
+    assert_eq!(agg_pod.scope, Scope::Namespaced);
+    assert_eq!(
+        aggregated
+            .get("scheduling.k8s.io")
+            .map(|g| g.preferred_version_or_latest().to_owned()),
+        Some("v1".to_owned())
+    );
+
     let (pinned, _) = kube::discovery::pinned_kind(&client, &gvk)
         .await
         .expect("pinned kind");
