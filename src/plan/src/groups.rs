@@ -107,60 +107,111 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
     (groups, errors)
 }
 
-/// How many more nodes each group may get, or why none: `maxSize`, the
-/// reservation's remaining slots (shared by every group of that reservation)
-/// and its end time.
-#[must_use]
-pub fn room(
-    groups: &[Group],
-    now: Option<Timestamp>,
-    min_reservation_left: SignedDuration,
-) -> Vec<Result<usize, String>> {
-    let mut in_reservation: BTreeMap<&str, usize> = BTreeMap::new();
-    for group in groups {
-        if let Some(r) = &group.spec.reservation {
-            *in_reservation.entry(r.id.as_str()).or_default() += group.current + group.upcoming;
-        }
-    }
-    groups
-        .iter()
-        .map(|group| {
-            let size = group.current + group.upcoming;
-            let max = usize::try_from(group.spec.max_size.max(0)).unwrap_or(0);
-            if size >= max {
-                return Err(format!(
-                    "max size reached: {size} of {max} nodes ({} running, {} upcoming)",
-                    group.current, group.upcoming
-                ));
-            }
-            let mut room = max - size;
+/// How many more nodes each group may get: `maxSize`, the reservation's
+/// remaining slots (shared by every group of that reservation) and its end
+/// time. Planned nodes are counted against both as planning goes.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    /// Per group: room by `maxSize` (and end time), or why there is none.
+    by_size: Vec<Result<usize, String>>,
+    /// Per group: its reservation id, if reserved.
+    reservation_of: Vec<Option<String>>,
+    /// Per reservation id: (slots left before planning, total).
+    reservations: BTreeMap<String, (usize, usize)>,
+}
+
+impl Budget {
+    /// The budget before anything is planned.
+    #[must_use]
+    pub fn new(
+        groups: &[Group],
+        now: Option<Timestamp>,
+        min_reservation_left: SignedDuration,
+    ) -> Self {
+        let mut in_reservation: BTreeMap<String, usize> = BTreeMap::new();
+        let mut totals: BTreeMap<String, usize> = BTreeMap::new();
+        for group in groups {
             if let Some(r) = &group.spec.reservation {
-                let total = usize::try_from(r.total.max(0)).unwrap_or(0);
-                let used = in_reservation.get(r.id.as_str()).copied().unwrap_or(0);
-                if used >= total {
+                *in_reservation.entry(r.id.clone()).or_default() += group.current + group.upcoming;
+                totals.insert(r.id.clone(), usize::try_from(r.total.max(0)).unwrap_or(0));
+            }
+        }
+        let reservations = totals
+            .into_iter()
+            .map(|(id, total)| {
+                let used = in_reservation.get(&id).copied().unwrap_or(0);
+                (id, (total.saturating_sub(used), total))
+            })
+            .collect();
+        let by_size = groups
+            .iter()
+            .map(|group| {
+                let size = group.current + group.upcoming;
+                let max = usize::try_from(group.spec.max_size.max(0)).unwrap_or(0);
+                if size >= max {
                     return Err(format!(
-                        "reservation {} is used up: {used} of {total} instances in use",
-                        r.id
+                        "max size reached: {size} of {max} nodes ({} running, {} upcoming)",
+                        group.current, group.upcoming
                     ));
                 }
-                room = room.min(total - used);
-                if let (Some(now), Some(end)) = (now, r.end_time.as_ref()) {
-                    let horizon = now
-                        .checked_add(min_reservation_left)
-                        .unwrap_or(Timestamp::MAX);
-                    if end.0 <= horizon {
-                        return Err(format!(
-                            "reservation {} ends at {} (less than {} from now)",
-                            r.id,
-                            end.0,
-                            friendly(min_reservation_left)
-                        ));
+                if let (Some(r), Some(now)) = (&group.spec.reservation, now) {
+                    if let Some(end) = r.end_time.as_ref() {
+                        let horizon = now
+                            .checked_add(min_reservation_left)
+                            .unwrap_or(Timestamp::MAX);
+                        if end.0 <= horizon {
+                            return Err(format!(
+                                "reservation {} ends at {} (less than {} from now)",
+                                r.id,
+                                end.0,
+                                friendly(min_reservation_left)
+                            ));
+                        }
                     }
                 }
+                Ok(max - size)
+            })
+            .collect();
+        Budget {
+            by_size,
+            reservation_of: groups
+                .iter()
+                .map(|g| g.spec.reservation.as_ref().map(|r| r.id.clone()))
+                .collect(),
+            reservations,
+        }
+    }
+
+    /// How many more nodes group `group` may get when `planned(g)` nodes are
+    /// already planned for each group `g`, or why none (naming the limit).
+    ///
+    /// # Errors
+    /// The limit that leaves no room, in words.
+    pub fn left(&self, group: usize, planned: impl Fn(usize) -> usize) -> Result<usize, String> {
+        let by_size = self.by_size[group].clone()?;
+        let mine = planned(group);
+        if mine >= by_size {
+            return Err(format!(
+                "max size reached: {mine} new node(s) planned use the group's remaining {by_size}"
+            ));
+        }
+        let mut left = by_size - mine;
+        if let Some(id) = &self.reservation_of[group] {
+            let (slots, total) = self.reservations.get(id).copied().unwrap_or((0, 0));
+            let planned_in_reservation: usize = (0..self.reservation_of.len())
+                .filter(|&g| self.reservation_of[g].as_ref() == Some(id))
+                .map(&planned)
+                .sum();
+            if planned_in_reservation >= slots {
+                return Err(format!(
+                    "reservation {id} is used up: {} of {total} instances in use or planned",
+                    total - slots + planned_in_reservation
+                ));
             }
-            Ok(room)
-        })
-        .collect()
+            left = left.min(slots - planned_in_reservation);
+        }
+        Ok(left)
+    }
 }
 
 fn friendly(d: SignedDuration) -> String {

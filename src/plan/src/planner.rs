@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::gang::{Gang, GangApi, detect_gangs};
-use crate::groups::{Group, domain_of, read_groups, room, template_node};
+use crate::groups::{Budget, Group, domain_of, read_groups, template_node};
 use crate::report::{GangOutcome, PlanReport, PodGroupReport, ScaleUp};
 
 /// How to choose between groups that can all take a gang.
@@ -103,7 +103,7 @@ impl Attempt {
 struct Planner<'a> {
     snapshot: Snapshot,
     groups: &'a [Group],
-    room: Vec<Result<usize, String>>,
+    budget: Budget,
     used: Vec<usize>,
     options: &'a PlanOptions,
     /// Members' names, for reasons.
@@ -141,7 +141,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
         .map(|&i| (i, key_string(&object_key(&snapshot.pods()[i].metadata))))
         .collect();
     let mut planner = Planner {
-        room: room(&groups, options.now, options.min_reservation_left),
+        budget: Budget::new(&groups, options.now, options.min_reservation_left),
         used: vec![0; groups.len()],
         snapshot,
         groups: &groups,
@@ -522,9 +522,11 @@ impl Planner<'_> {
                     // Cannot happen for the probed group; stay safe.
                     break;
                 }
-                if unplaced.is_empty()
+                // Another node of this group is only as good as the first
+                // if enough members remain to fill it; otherwise re-rank.
+                if unplaced.len() < choice.yield_per_node
                     || yielded < choice.yield_per_node
-                    || self.room_left(group, &attempt) == 0
+                    || self.room_left(group, &attempt).unwrap_or(0) == 0
                 {
                     break;
                 }
@@ -546,13 +548,10 @@ impl Planner<'_> {
         attempt
     }
 
-    fn room_left(&self, group: usize, attempt: &Attempt) -> usize {
-        match &self.room[group] {
-            Ok(room) => room
-                .saturating_sub(self.used[group])
-                .saturating_sub(attempt.new_nodes.get(&group).copied().unwrap_or(0)),
-            Err(_) => 0,
-        }
+    fn room_left(&self, group: usize, attempt: &Attempt) -> Result<usize, String> {
+        self.budget.left(group, |g| {
+            self.used[g] + attempt.new_nodes.get(&g).copied().unwrap_or(0)
+        })
     }
 
     fn add_new_node(&mut self, group: usize, attempt: &mut Attempt) -> usize {
@@ -637,17 +636,8 @@ impl Planner<'_> {
                     continue;
                 }
             }
-            if let Err(reason) = &self.room[group] {
-                rejected.insert(group, reason.clone());
-                continue;
-            }
-            if self.room_left(group, attempt) == 0 {
-                let planned =
-                    self.used[group] + attempt.new_nodes.get(&group).copied().unwrap_or(0);
-                rejected.insert(
-                    group,
-                    format!("no room left: {planned} new node(s) already planned reach its limit"),
-                );
+            if let Err(reason) = self.room_left(group, attempt) {
+                rejected.insert(group, reason);
                 continue;
             }
             let probe = self.snapshot.checkpoint();
