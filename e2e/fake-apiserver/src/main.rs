@@ -14,9 +14,10 @@ struct Args {
     /// Port to listen on; 0 picks a free one (printed on stdout).
     #[arg(long, env = "DRA_FAKE_APISERVER_PORT", default_value_t = 0)]
     port: u16,
-    /// Extra resource to serve, as group/version/plural/Kind/(Namespaced|Cluster)
-    /// with an optional /status suffix for a status subresource, e.g.
-    /// dra-autoscaler.io/v1alpha1/nodegroups/NodeGroup/Cluster/status. Repeatable.
+    /// Extra resource to serve, as group/version/plural/Kind/(Namespaced|Cluster),
+    /// e.g. dra-autoscaler.io/v1alpha1/nodegroups/NodeGroup/Cluster. It gets a
+    /// /status subresource, as most CRDs have; append /nostatus to leave it out
+    /// (then writes to the resource change .status too). Repeatable.
     #[arg(long = "crd", env = "DRA_FAKE_APISERVER_CRDS", value_delimiter = ',')]
     crds: Vec<String>,
     /// Write a kubeconfig for the server to this path.
@@ -31,10 +32,10 @@ struct Args {
 fn parse_crd(spec: &str) -> anyhow::Result<(String, String, String, String, bool, bool)> {
     let parts: Vec<&str> = spec.split('/').collect();
     let (group, version, plural, kind, scope, status) = match parts.as_slice() {
-        [g, v, p, k, s] => (g, v, p, k, s, false),
-        [g, v, p, k, s, "status"] => (g, v, p, k, s, true),
+        [g, v, p, k, s] | [g, v, p, k, s, "status"] => (g, v, p, k, s, true),
+        [g, v, p, k, s, "nostatus"] => (g, v, p, k, s, false),
         _ => bail!(
-            "--crd {spec:?}: expected group/version/plural/Kind/(Namespaced|Cluster)[/status]"
+            "--crd {spec:?}: expected group/version/plural/Kind/(Namespaced|Cluster)[/status|/nostatus]"
         ),
     };
     let namespaced = match *scope {
@@ -89,4 +90,34 @@ async fn main() -> anyhow::Result<()> {
         .serve_until_ctrl_c()
         .await
         .context("unable to wait for Ctrl-C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_crd;
+
+    #[test]
+    fn crd_specs_default_to_a_status_subresource() {
+        let (g, v, p, k, namespaced, status) =
+            parse_crd("dra-autoscaler.io/v1alpha1/nodegroups/NodeGroup/Cluster").expect("valid");
+        assert_eq!(
+            (g.as_str(), v.as_str(), p.as_str(), k.as_str()),
+            ("dra-autoscaler.io", "v1alpha1", "nodegroups", "NodeGroup")
+        );
+        assert!(!namespaced);
+        assert!(status);
+        let (.., namespaced, status) =
+            parse_crd("scheduling.k8s.io/v1alpha3/workloads/Workload/Namespaced/nostatus")
+                .expect("valid");
+        assert!(namespaced);
+        assert!(!status);
+    }
+
+    #[test]
+    fn malformed_crd_specs_are_rejected() {
+        assert!(parse_crd("x.io/v1/things/Thing").is_err());
+        assert!(parse_crd("x.io/v1/things/Thing/Global").is_err());
+        assert!(parse_crd("x.io/v1//Thing/Cluster").is_err());
+        assert!(parse_crd("x.io/v1/things/Thing/Cluster/scale").is_err());
+    }
 }

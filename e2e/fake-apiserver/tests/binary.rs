@@ -33,7 +33,7 @@ async fn binary_serves_version_and_writes_a_kubeconfig() {
             .args(["--port", "0", "--kube-version", "1.35.2"])
             .args([
                 "--crd",
-                "dra-autoscaler.io/v1alpha1/nodegroups/NodeGroup/Cluster/status",
+                "dra-autoscaler.io/v1alpha1/nodegroups/NodeGroup/Cluster",
             ])
             .arg("--kubeconfig-out")
             .arg(&kubeconfig_path)
@@ -67,5 +67,11 @@ async fn binary_serves_version_and_writes_a_kubeconfig() {
     assert_eq!(version.git_version, "v1.35.2");
     let discovery = Discovery::new(client).run().await.expect("discovery");
     let gvk = GroupVersionKind::gvk("dra-autoscaler.io", "v1alpha1", "NodeGroup");
-    assert!(discovery.resolve_gvk(&gvk).is_some(), "--crd is served");
+    let (_, caps) = discovery.resolve_gvk(&gvk).expect("--crd is served");
+    assert!(
+        caps.subresources
+            .iter()
+            .any(|(sub, _)| sub.plural == "status"),
+        "a --crd gets a status subresource by default"
+    );
 }
