@@ -42,11 +42,12 @@ enum Format {
 /// An exact Kubernetes quantity.
 #[derive(Debug, Clone)]
 pub(crate) struct Quantity {
-    /// Exact value: `(-1)^neg × digits × 10^exp`.
-    value: Decimal,
     /// Upstream's `int64Amount` form (`value × 10^scale`), present only when
-    /// upstream would hold the value that way.
+    /// upstream would hold the value that way. Most quantities live here and
+    /// never allocate.
     fast: Option<(i64, i32)>,
+    /// The exact value when there is no fast form.
+    exact: Option<Decimal>,
 }
 
 /// An exact decimal: `(-1)^neg × digits × 10^exp`, where `digits` has no
@@ -425,8 +426,14 @@ impl Quantity {
         if scale < -9 {
             return Ok(None);
         }
-        let shifted = format!("{}{}", scanned.num, scanned.denom);
-        let value: i64 = shifted.parse().map_err(|_| ERR_NUMERIC)?;
+        let value = scanned
+            .num
+            .bytes()
+            .chain(scanned.denom.bytes())
+            .try_fold(0i64, |acc, d| {
+                acc.checked_mul(10)?.checked_add(i64::from(d - b'0'))
+            })
+            .ok_or(ERR_NUMERIC)?;
         let Some(mut result) = value.checked_mul(mantissa) else {
             return Ok(None);
         };
@@ -435,8 +442,8 @@ impl Quantity {
         }
         let scale = i32::try_from(scale).map_err(|_| ERR_NUMERIC)?;
         Ok(Some(Self {
-            value: Decimal::from_i64(result, i64::from(scale)),
             fast: Some((result, scale)),
+            exact: None,
         }))
     }
 
@@ -470,21 +477,33 @@ impl Quantity {
             amount = amount.negated();
         }
         Ok(Self {
-            value: amount,
             fast: None,
+            exact: Some(amount),
         })
     }
 
     fn from_i64(value: i64) -> Self {
         Self {
-            value: Decimal::from_i64(value, 0),
             fast: Some((value, 0)),
+            exact: None,
+        }
+    }
+
+    /// The exact value, built from the fast form when that is all there is.
+    fn decimal(&self) -> std::borrow::Cow<'_, Decimal> {
+        match (&self.exact, self.fast) {
+            (Some(d), _) => std::borrow::Cow::Borrowed(d),
+            (None, Some((v, s))) => std::borrow::Cow::Owned(Decimal::from_i64(v, i64::from(s))),
+            (None, None) => std::borrow::Cow::Owned(Decimal::zero()),
         }
     }
 
     /// `sign()`: -1, 0 or 1.
     pub(crate) fn sign(&self) -> i64 {
-        self.value.sign()
+        match self.fast {
+            Some((v, _)) => v.signum(),
+            None => self.decimal().sign(),
+        }
     }
 
     /// `asInteger()`: upstream's `AsInt64`, which only succeeds on the int64
@@ -500,17 +519,17 @@ impl Quantity {
 
     /// `asApproximateFloat()`.
     pub(crate) fn as_approximate_float(&self) -> f64 {
-        self.value.to_f64()
+        match self.fast {
+            // Upstream's formula for the int64 form.
+            #[allow(clippy::cast_precision_loss)]
+            Some((v, s)) => v as f64 * 10f64.powi(s),
+            None => self.decimal().to_f64(),
+        }
     }
 
     /// `add()` and, with `negate`, `sub()`; `None` when the exact result would
     /// need an unreasonable number of digits.
     pub(crate) fn add(&self, other: &Self, negate: bool) -> Option<Self> {
-        let rhs_value = if negate {
-            other.value.negated()
-        } else {
-            other.value.clone()
-        };
         let rhs_fast = other.fast.map(|(v, s)| {
             if negate {
                 // Go negates int64 with wrap-around; so does upstream's Sub.
@@ -523,11 +542,18 @@ impl Quantity {
             (Some(a), Some(b)) => int64_amount_add(a, b),
             _ => None,
         };
-        let value = match fast {
-            Some((v, s)) => Decimal::from_i64(v, i64::from(s)),
-            None => self.value.checked_add(&rhs_value)?,
+        if fast.is_some() {
+            return Some(Self { fast, exact: None });
+        }
+        let rhs = if negate {
+            other.decimal().negated()
+        } else {
+            other.decimal().into_owned()
         };
-        Some(Self { value, fast })
+        Some(Self {
+            fast: None,
+            exact: Some(self.decimal().checked_add(&rhs)?),
+        })
     }
 }
 
@@ -548,9 +574,20 @@ fn int64_amount_add(a: (i64, i32), b: (i64, i32)) -> Option<(i64, i32)> {
     }
 }
 
+/// Compares two int64 forms by scaling the one with the larger scale down
+/// to the other's; `None` when that overflows.
+fn int64_amount_cmp(a: (i64, i32), b: (i64, i32)) -> Option<Ordering> {
+    let scale_up = |v: i64, by: i32| (0..by).try_fold(v, |acc, _| acc.checked_mul(10));
+    Some(match a.1.cmp(&b.1) {
+        Ordering::Equal => a.0.cmp(&b.0),
+        Ordering::Greater => scale_up(a.0, a.1 - b.1)?.cmp(&b.0),
+        Ordering::Less => a.0.cmp(&scale_up(b.0, b.1 - a.1)?),
+    })
+}
+
 impl PartialEq for Quantity {
     fn eq(&self, other: &Self) -> bool {
-        self.value == other.value
+        self.cmp(other).is_eq()
     }
 }
 
@@ -564,23 +601,24 @@ impl PartialOrd for Quantity {
 
 impl Ord for Quantity {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.value.cmp(&other.value)
+        if let (Some(a), Some(b)) = (self.fast, other.fast)
+            && let Some(order) = int64_amount_cmp(a, b)
+        {
+            return order;
+        }
+        self.decimal().cmp(&other.decimal())
     }
 }
 
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.value.is_zero() {
+        let value = self.decimal();
+        if value.is_zero() {
             return f.write_str("0");
         }
-        let digits: String = self
-            .value
-            .digits
-            .iter()
-            .map(|d| char::from(b'0' + d))
-            .collect();
-        let sign = if self.value.neg { "-" } else { "" };
-        write!(f, "{sign}{digits}e{}", self.value.exp)
+        let digits: String = value.digits.iter().map(|d| char::from(b'0' + d)).collect();
+        let sign = if value.neg { "-" } else { "" };
+        write!(f, "{sign}{digits}e{}", value.exp)
     }
 }
 
