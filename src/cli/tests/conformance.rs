@@ -35,7 +35,7 @@ fn run_case(dir: &Path) -> Result<Value, String> {
     let (report, _) = args
         .simulate()
         .map_err(|e| format!("simulate failed: {e:#}"))?;
-    serde_json::to_value(report).map_err(|e| e.to_string())
+    report.to_json().map_err(|e| e.to_string())
 }
 
 /// Compares `actual` against `expected` with the wildcard rule for shareID.

@@ -99,16 +99,20 @@ impl Loader {
     /// # Errors
     /// The first document that is not valid YAML or not a valid object.
     pub fn add_yaml(&mut self, source: &str, text: &str) -> Result<(), LoadError> {
-        let documents: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| LoadError {
-            origin: Origin {
-                source: source.to_string(),
-                document: 0,
-                item: None,
-            },
-            object: None,
-            field: None,
-            message: format!("not valid YAML: {e}"),
-        })?;
+        // YAML 1.2 booleans only: kubectl always prints true/false, and a
+        // hand-written attribute value such as `Y` or `on` stays a string.
+        let options = serde_saphyr::options! { strict_booleans: true };
+        let documents: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options)
+            .map_err(|e| LoadError {
+                origin: Origin {
+                    source: source.to_string(),
+                    document: 0,
+                    item: None,
+                },
+                object: None,
+                field: None,
+                message: format!("not valid YAML: {e}"),
+            })?;
         for (index, document) in documents.into_iter().enumerate() {
             self.add_value(
                 Origin {
@@ -457,6 +461,22 @@ spec:
         assert_eq!(err.field.as_deref(), Some("kind"));
         let err = loader.add_yaml("x.yaml", "- 1\n- 2\n").unwrap_err();
         assert!(err.message.contains("found a list"), "{}", err.message);
+    }
+
+    #[test]
+    fn yaml_1_1_boolean_spellings_stay_strings() {
+        let mut loader = Loader::new();
+        loader
+            .add_yaml(
+                "x.yaml",
+                "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-y\n  labels: {a: Y, b: on, c: yes}\n",
+            )
+            .unwrap();
+        let node = &loader.finish().objects.nodes[0];
+        let labels = node.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels["a"], "Y");
+        assert_eq!(labels["b"], "on");
+        assert_eq!(labels["c"], "yes");
     }
 
     #[test]
