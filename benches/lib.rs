@@ -59,10 +59,10 @@ pub fn node(name: &str) -> Node {
 pub fn gpu_class() -> DeviceClass {
     DeviceClass {
         metadata: meta(DRIVER, None),
-        spec: DeviceClassSpec {
+        spec: Some(DeviceClassSpec {
             selectors: Some(vec![cel(&format!("device.driver == \"{DRIVER}\""))]),
             ..Default::default()
-        },
+        }),
     }
 }
 
@@ -142,6 +142,7 @@ pub fn gpu_slices(node_name: &str, gpus: usize, partitions: usize) -> Vec<Resour
                 ),
                 consumes_counters: (partitions > 1).then(|| {
                     vec![DeviceCounterConsumption {
+                        compatibility_groups: None,
                         counter_set: format!("gpu-{g}"),
                         counters: [
                             ("memory".to_string(), Counter { value: q("10Gi") }),
@@ -260,4 +261,243 @@ pub fn gpu_cluster(nodes: usize, gpus: usize, pods: usize) -> ClusterObjects {
             .push(gpu_pod("ml", &format!("trainer-{p:05}"), "gpu"));
     }
     objects
+}
+
+/// Karpenter's in-memory scheduling benchmark workload
+/// (kubernetes-sigs/karpenter v1.14,
+/// `pkg/controllers/provisioning/scheduling/scheduling_benchmark_test.go`),
+/// rebuilt as Kubernetes objects and NodeGroups.
+pub mod karpenter {
+    use std::collections::BTreeMap;
+
+    use dra_api::{CapacityType, NodeGroupSpec, NodeTemplate, TopologyDomain};
+    use dra_sim::ClusterObjects;
+    use dra_sim::objects::{ExtraObject, Origin};
+    use k8s_openapi::api::core::v1::{
+        Affinity, Container, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec,
+        ResourceRequirements, TopologySpreadConstraint,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
+    /// Zone label.
+    pub const ZONE: &str = "topology.kubernetes.io/zone";
+    /// Hostname label.
+    pub const HOSTNAME: &str = "kubernetes.io/hostname";
+    /// Capacity-type label (Karpenter's name).
+    pub const CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
+    /// Instance-type label.
+    pub const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+    /// Number of instance shapes.
+    pub const SHAPES: usize = 400;
+
+    /// A deterministic PRNG (SplitMix64): the workload must be the same on
+    /// every run and every machine.
+    #[derive(Debug, Clone)]
+    pub struct SplitMix(u64);
+
+    impl SplitMix {
+        /// Seeded generator.
+        #[must_use]
+        pub fn new(seed: u64) -> Self {
+            Self(seed)
+        }
+
+        /// Next value.
+        pub fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        /// Uniform in `0..n`.
+        pub fn below(&mut self, n: u64) -> u64 {
+            self.next_u64() % n
+        }
+    }
+
+    /// Price per hour of shape `i`: 0.1 × vCPU + 0.1 × memory in GB (10⁹ bytes).
+    #[must_use]
+    pub fn price(i: usize) -> f64 {
+        let vcpu = (i + 1) as f64;
+        let memory_gb = 2.0 * (i + 1) as f64 * 1_073_741_824.0 / 1e9;
+        0.1 * vcpu + 0.1 * memory_gb
+    }
+
+    /// The 2,000 NodeGroups: one per (shape, zone, capacity type) offering.
+    #[must_use]
+    pub fn node_groups() -> Vec<ExtraObject> {
+        let mut groups = Vec::new();
+        let offerings: [(&str, CapacityType); 5] = [
+            ("test-zone-1", CapacityType::Spot),
+            ("test-zone-2", CapacityType::Spot),
+            ("test-zone-1", CapacityType::OnDemand),
+            ("test-zone-2", CapacityType::OnDemand),
+            ("test-zone-3", CapacityType::OnDemand),
+        ];
+        for i in 0..SHAPES {
+            for (zone, capacity_type) in offerings {
+                let name = format!("fake-it-{i}-{zone}-{capacity_type}");
+                let capacity: BTreeMap<String, Quantity> = [
+                    ("cpu".to_string(), Quantity((i + 1).to_string())),
+                    ("memory".to_string(), Quantity(format!("{}Gi", 2 * (i + 1)))),
+                    ("pods".to_string(), Quantity((10 * (i + 1)).to_string())),
+                ]
+                .into();
+                let labels: BTreeMap<String, String> = [
+                    (INSTANCE_TYPE.to_string(), format!("fake-it-{i}")),
+                    (ZONE.to_string(), zone.to_string()),
+                    (
+                        CAPACITY_TYPE.to_string(),
+                        capacity_type.as_str().to_string(),
+                    ),
+                ]
+                .into();
+                let spec = NodeGroupSpec {
+                    provider: "fake".into(),
+                    provider_id: name.clone(),
+                    min_size: 0,
+                    max_size: 1_000_000,
+                    capacity_type,
+                    reservation: None,
+                    price_per_hour: price(i),
+                    priority: 0,
+                    topology_domain: Some(TopologyDomain {
+                        key: ZONE.into(),
+                        value: zone.into(),
+                    }),
+                    template: NodeTemplate {
+                        labels,
+                        taints: Vec::new(),
+                        capacity,
+                        allocatable: None,
+                        resource_slices: Vec::new(),
+                    },
+                };
+                let value = serde_json::json!({
+                    "apiVersion": "dra-autoscaler.io/v1alpha1",
+                    "kind": "NodeGroup",
+                    "metadata": {"name": name},
+                    "spec": spec,
+                });
+                groups.push(ExtraObject {
+                    api_version: "dra-autoscaler.io/v1alpha1".into(),
+                    kind: "NodeGroup".into(),
+                    origin: Origin::default(),
+                    value,
+                });
+            }
+        }
+        groups
+    }
+
+    fn app_selector() -> LabelSelector {
+        LabelSelector {
+            match_labels: Some([("app".to_string(), "nginx".to_string())].into()),
+            ..Default::default()
+        }
+    }
+
+    fn term(topology_key: &str) -> PodAffinityTerm {
+        PodAffinityTerm {
+            label_selector: Some(app_selector()),
+            topology_key: topology_key.to_string(),
+            ..Default::default()
+        }
+    }
+
+    fn spread(topology_key: &str) -> TopologySpreadConstraint {
+        TopologySpreadConstraint {
+            label_selector: Some(app_selector()),
+            max_skew: 1,
+            topology_key: topology_key.to_string(),
+            when_unsatisfiable: "DoNotSchedule".into(),
+            ..Default::default()
+        }
+    }
+
+    /// The pod mix for `n` pods, in five equal parts: generic; zone spread;
+    /// hostname spread; zonal pod affinity to pods like themselves; hostname
+    /// anti-affinity. CPU from {100m, 250m, 500m, 1000m, 1500m}, memory from
+    /// 100Mi to 4096Mi, seed fixed.
+    #[must_use]
+    pub fn pods(n: usize) -> Vec<Pod> {
+        const CPUS: [&str; 5] = ["100m", "250m", "500m", "1000m", "1500m"];
+        let mut rng = SplitMix::new(42);
+        let part = n.div_ceil(5).max(1);
+        (0..n)
+            .map(|i| {
+                let cpu = CPUS[rng.below(5) as usize];
+                let memory = 100 + rng.below(4096 - 100 + 1);
+                let mut spec = PodSpec {
+                    containers: vec![Container {
+                        name: "app".into(),
+                        image: Some("nginx".into()),
+                        resources: Some(ResourceRequirements {
+                            requests: Some(
+                                [
+                                    ("cpu".to_string(), Quantity(cpu.into())),
+                                    ("memory".to_string(), Quantity(format!("{memory}Mi"))),
+                                ]
+                                .into(),
+                            ),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                };
+                match i / part {
+                    0 => {}
+                    1 => spec.topology_spread_constraints = Some(vec![spread(ZONE)]),
+                    2 => spec.topology_spread_constraints = Some(vec![spread(HOSTNAME)]),
+                    3 => {
+                        spec.affinity = Some(Affinity {
+                            pod_affinity: Some(PodAffinity {
+                                required_during_scheduling_ignored_during_execution: Some(vec![
+                                    term(ZONE),
+                                ]),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        });
+                    }
+                    _ => {
+                        spec.affinity = Some(Affinity {
+                            pod_anti_affinity: Some(PodAntiAffinity {
+                                required_during_scheduling_ignored_during_execution: Some(vec![
+                                    term(HOSTNAME),
+                                ]),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        });
+                    }
+                }
+                Pod {
+                    metadata: ObjectMeta {
+                        name: Some(format!("pod-{i:05}")),
+                        namespace: Some("default".into()),
+                        uid: Some(format!("uid-{i:05}")),
+                        labels: Some([("app".to_string(), "nginx".to_string())].into()),
+                        ..Default::default()
+                    },
+                    spec: Some(spec),
+                    status: None,
+                }
+            })
+            .collect()
+    }
+
+    /// The whole input: an empty cluster, the NodeGroups and `n` pending pods.
+    #[must_use]
+    pub fn workload(n: usize) -> ClusterObjects {
+        ClusterObjects {
+            pods: pods(n),
+            extra: node_groups(),
+            ..Default::default()
+        }
+    }
 }
