@@ -4,6 +4,7 @@
 //! upstream's. The helpers mirror upstream's generators so that cases read
 //! the same.
 
+mod catalog_behaviour;
 mod harness;
 mod upstream_basic;
 mod upstream_capacity;
