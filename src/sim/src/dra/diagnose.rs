@@ -313,11 +313,12 @@ fn counter_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<Str
     let _ = key;
     for (set_idx, set) in pool.counter_sets.iter().enumerate() {
         for (counter_idx, (counter, _)) in set.counters.iter().enumerate() {
+            let flat = pool.counter_index(set_idx, counter_idx);
             let own = pool.consumption[dev.flat]
                 .iter()
-                .filter(|(s, c, _)| *s == set_idx && *c == counter_idx)
-                .fold(super::quantity::Amount::ZERO, |acc, (_, _, a)| acc.plus(*a));
-            let left = state.available[set_idx][counter_idx];
+                .filter(|(c, _)| *c == flat)
+                .fold(super::quantity::Amount::ZERO, |acc, (_, a)| acc.plus(*a));
+            let left = state.available[flat];
             if left < own {
                 let show = |a| {
                     Value {

@@ -18,8 +18,8 @@ pub(crate) struct PoolState {
     /// Upstream's `AggregatedCapacity` entry, aligned with the device's
     /// capacities (names the device lacks are dropped, missing ones are 0).
     pub consumed: Vec<Option<Vec<Amount>>>,
-    /// Counters left per counter set and counter, before this call.
-    pub available: Vec<Vec<Amount>>,
+    /// Counters left before this call, by the pool's flat counter index.
+    pub available: Vec<Amount>,
 }
 
 impl PoolState {
@@ -30,7 +30,7 @@ impl PoolState {
             available: pool
                 .counter_sets
                 .iter()
-                .map(|set| set.counters.iter().map(|(_, v)| *v).collect())
+                .flat_map(|set| set.counters.iter().map(|(_, v)| *v))
                 .collect(),
         };
         let Some(allocations) = state.pool(&pool.driver, &pool.name) else {
@@ -69,7 +69,7 @@ impl PoolState {
                         let set = &pool.counter_sets[set_idx];
                         for (counter, amount) in &consumption.counters {
                             if let Some(idx) = set.counters.iter().position(|(n, _)| n == counter) {
-                                let slot = &mut out.available[set_idx][idx];
+                                let slot = &mut out.available[pool.counter_index(set_idx, idx)];
                                 *slot = slot.minus(*amount);
                             }
                         }

@@ -34,8 +34,13 @@ pub(crate) struct Pool {
     pub not_targeting: Vec<Arc<SliceEntry>>,
     /// The pool's counter sets (names unique).
     pub counter_sets: Vec<CounterSetEntry>,
-    /// Per flat device: (counter set index, counter index, amount) consumed.
-    pub consumption: Vec<Vec<(usize, usize, Amount)>>,
+    /// Index of each counter set's first counter in the pool's flat counter
+    /// numbering (counters of a set in name order).
+    pub counter_offsets: Vec<usize>,
+    /// Counters in all sets.
+    pub n_counters: usize,
+    /// Per flat device: (flat counter index, amount) consumed.
+    pub consumption: Vec<Vec<(usize, Amount)>>,
 }
 
 impl Pool {
@@ -50,6 +55,8 @@ impl Pool {
             n_devices: 0,
             not_targeting: Vec::new(),
             counter_sets: Vec::new(),
+            counter_offsets: Vec::new(),
+            n_counters: 0,
             consumption: Vec::new(),
         }
     }
@@ -57,6 +64,11 @@ impl Pool {
     /// `driver/pool`, as upstream prints a pool ID.
     pub fn id(&self) -> String {
         format!("{}/{}", self.driver, self.name)
+    }
+
+    /// The flat index of counter `counter` of set `set`.
+    pub fn counter_index(&self, set: usize, counter: usize) -> usize {
+        self.counter_offsets[set] + counter
     }
 
     /// Whether devices can be allocated from it.
@@ -286,6 +298,13 @@ fn build_pool(
                 }
             }
         }
+        let mut offsets = Vec::with_capacity(sets.len());
+        let mut n_counters = 0;
+        for set in &sets {
+            offsets.push(n_counters);
+            n_counters += set.counters.len();
+        }
+        // Every reference was validated above, so the lookups succeed.
         pool.consumption = device_slices
             .iter()
             .flat_map(|s| s.devices.iter())
@@ -299,19 +318,22 @@ fn build_pool(
                             .position(|s| s.name == c.counter_set)
                             .unwrap_or(0);
                         let set = &sets[set_idx];
+                        let base = offsets[set_idx];
                         c.counters.iter().map(move |(counter, amount)| {
                             let idx = set
                                 .counters
                                 .iter()
                                 .position(|(n, _)| n == counter)
                                 .unwrap_or(0);
-                            (set_idx, idx, *amount)
+                            (base + idx, *amount)
                         })
                     })
                     .collect()
             })
             .collect();
         pool.counter_sets = sets;
+        pool.counter_offsets = offsets;
+        pool.n_counters = n_counters;
         pool.not_targeting = not_targeting.into_iter().cloned().collect();
     }
 

@@ -70,8 +70,8 @@ pub(crate) struct Search<'a, 'c> {
     allocating: FixedMap<u64, Vec<usize>>,
     /// In-flight consumed capacity per shared device, aligned with its capacities.
     allocating_capacity: FixedMap<u64, Vec<Amount>>,
-    /// In-flight counter consumption per pool, aligned with its counter sets.
-    consumed_counters: Vec<Option<Vec<Vec<Amount>>>>,
+    /// In-flight counter consumption per pool, by flat counter index.
+    consumed_counters: Vec<Option<Vec<Amount>>>,
     pub results: Vec<Vec<Chosen>>,
     share_ids: &'a mut ShareIdGenerator,
     pub invocations: u64,
@@ -415,20 +415,15 @@ impl<'a, 'c> Search<'a, 'c> {
         let pools = self.chk.pools;
         let pool = &pools[dev.pool];
         let available = &self.states[dev.pool].available;
-        let consumed = self.consumed_counters[dev.pool].get_or_insert_with(|| {
-            pool.counter_sets
-                .iter()
-                .map(|s| vec![Amount::ZERO; s.counters.len()])
-                .collect()
-        });
-        for (set, counter, amount) in &pool.consumption[dev.flat] {
-            let slot = &mut consumed[*set][*counter];
+        let consumed = self.consumed_counters[dev.pool]
+            .get_or_insert_with(|| vec![Amount::ZERO; pool.n_counters]);
+        for (counter, amount) in &pool.consumption[dev.flat] {
+            let slot = &mut consumed[*counter];
             *slot = slot.plus(*amount);
         }
-        let fits = available
-            .iter()
-            .zip(consumed.iter())
-            .all(|(avail, used)| avail.iter().zip(used).all(|(a, u)| a >= u));
+        // Every counter of the pool is checked, as upstream does: a counter
+        // already over-consumed by existing allocations blocks the whole pool.
+        let fits = available.iter().zip(consumed.iter()).all(|(a, u)| a >= u);
         if !fits {
             self.release_counters(dev);
         }
@@ -439,8 +434,8 @@ impl<'a, 'c> Search<'a, 'c> {
         let pools = self.chk.pools;
         let pool = &pools[dev.pool];
         if let Some(consumed) = self.consumed_counters[dev.pool].as_mut() {
-            for (set, counter, amount) in &pool.consumption[dev.flat] {
-                let slot = &mut consumed[*set][*counter];
+            for (counter, amount) in &pool.consumption[dev.flat] {
+                let slot = &mut consumed[*counter];
                 *slot = slot.minus(*amount);
             }
         }
