@@ -108,6 +108,7 @@ fn ten_thousand_pods_on_five_thousand_nodes() {
     let setup = start.elapsed();
 
     let mut prepare_time = Duration::ZERO;
+    let mut prepare_by_kind = [Duration::ZERO; 4];
     let mut filter_time = Duration::ZERO;
     let mut per_plugin = [Duration::ZERO; 8];
     let mut visited = 0u64;
@@ -145,6 +146,17 @@ fn ten_thousand_pods_on_five_thousand_nodes() {
         "per check: {:.1} ns",
         filter_time.as_nanos() as f64 / visited.max(1) as f64
     );
+    for (kind, time) in [
+        "plain",
+        "zone-spread",
+        "hostname anti-affinity",
+        "DRA extended resource",
+    ]
+    .iter()
+    .zip(prepare_by_kind)
+    {
+        println!("  prepare {kind:<24} {:>8.1} ms", time.as_secs_f64() * 1e3);
+    }
     for (plugin, time) in Plugin::ORDER.iter().zip(per_plugin) {
         println!(
             "  {:<18} {:>10.1} ms  {:>6.1} ns/check (run on every visited node)",

@@ -181,6 +181,18 @@ pub(crate) struct Index {
     matcher_ids: HashMap<PodMatcher, usize>,
     anti_groups: Vec<AntiGroup>,
     anti_ids: HashMap<AntiTerm, usize>,
+    /// Which anti-affinity groups match pods of one namespace and label set:
+    /// replicas share labels, and groups are only ever appended, so only the
+    /// groups added since the last look need matching.
+    anti_matches: HashMap<(String, Option<Labels>), AntiMatches>,
+}
+
+/// Groups (by index) whose term matches one kind of pod, among the first
+/// `checked` groups.
+#[derive(Debug, Default)]
+struct AntiMatches {
+    checked: usize,
+    groups: Vec<usize>,
 }
 
 impl Index {
@@ -298,18 +310,30 @@ impl Index {
         namespace_labels: Option<&Labels>,
         nodes: &[NodeRecord],
     ) -> Vec<(Arc<TopologyColumn>, Arc<DomainCounts>)> {
-        let mut out = Vec::new();
-        for index in 0..self.anti_groups.len() {
-            let group = &self.anti_groups[index];
-            if !group.counts.any_pods() || !group.term.matches(namespace, labels, namespace_labels)
+        let entry = self
+            .anti_matches
+            .entry((namespace.to_string(), labels.cloned()))
+            .or_default();
+        for index in entry.checked..self.anti_groups.len() {
+            if self.anti_groups[index]
+                .term
+                .matches(namespace, labels, namespace_labels)
             {
-                continue;
+                entry.groups.push(index);
             }
-            let counts = group.counts.clone();
-            let key = group.term.topology_key.clone();
-            out.push((self.column(&key, nodes), counts));
         }
-        out
+        entry.checked = self.anti_groups.len();
+        let matching: Vec<(String, Arc<DomainCounts>)> = entry
+            .groups
+            .iter()
+            .map(|i| &self.anti_groups[*i])
+            .filter(|g| g.counts.any_pods())
+            .map(|g| (g.term.topology_key.clone(), g.counts.clone()))
+            .collect();
+        matching
+            .into_iter()
+            .map(|(key, counts)| (self.column(&key, nodes), counts))
+            .collect()
     }
 
     /// A node was appended (its index is `nodes.len() - 1`).

@@ -90,10 +90,12 @@ impl TopologyColumn {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DomainCounts {
     /// Matching pods per domain.
-    pub(crate) pods: Vec<i64>,
+    pods: Vec<i64>,
     /// Eligible nodes per domain: a domain exists for a spread constraint
     /// only if at least one eligible node is in it.
-    pub(crate) nodes: Vec<u32>,
+    nodes: Vec<u32>,
+    /// Sum of `pods`, so "any pod anywhere?" costs nothing.
+    total: i64,
 }
 
 impl DomainCounts {
@@ -111,6 +113,7 @@ impl DomainCounts {
             self.pods.resize(index + 1, 0);
         }
         self.pods[index] += delta;
+        self.total += delta;
     }
 
     pub(crate) fn add_node(&mut self, id: u32) {
@@ -139,7 +142,7 @@ impl DomainCounts {
 
     /// Any matching pod in any domain?
     pub(crate) fn any_pods(&self) -> bool {
-        self.pods.iter().any(|c| *c > 0)
+        self.total > 0
     }
 }
 
