@@ -493,6 +493,7 @@ impl Planner<'_> {
                         attempt.errors.insert(pod_index, e);
                         break;
                     }
+                    Verdict::Unresolvable(_) => break,
                 }
             }
             if !placed && !attempt.errors.contains_key(&pod_index) {
@@ -589,7 +590,7 @@ impl Planner<'_> {
                         allocations,
                     );
                 }
-                Verdict::Refused(_) => still.push(pod_index),
+                Verdict::Refused(_) | Verdict::Unresolvable(_) => still.push(pod_index),
                 Verdict::Fatal(e) => {
                     attempt.errors.insert(pod_index, e);
                 }
@@ -607,7 +608,8 @@ impl Planner<'_> {
         claims: &PodClaims,
         allocations: Vec<k8s_openapi::api::resource::v1::AllocationResult>,
     ) {
-        let reported = report_allocations(claims, &allocations);
+        let pod_key = object_key(&self.snapshot.pods()[pod_index].metadata);
+        let reported = report_allocations(&pod_key, claims, &allocations);
         self.snapshot
             .bind(pod_index, node_index, claims, allocations);
         attempt.placements.push(Placement {
@@ -667,7 +669,9 @@ impl Planner<'_> {
                         );
                         yielded += 1;
                     }
-                    Verdict::Refused(reason) | Verdict::Fatal(reason) => {
+                    Verdict::Refused(reason)
+                    | Verdict::Fatal(reason)
+                    | Verdict::Unresolvable(reason) => {
                         if first_refusal.is_none() {
                             first_refusal = Some(format!("pod {}: {reason}", self.name(pod_index)));
                         }

@@ -32,6 +32,7 @@ fn gangs_with(yaml: &str, gates: &FeatureGates) -> Vec<Gang> {
         &pending,
         &objects.extra,
         &objects.pod_workload_refs,
+        gates,
     )
 }
 

@@ -6,7 +6,9 @@ use k8s_openapi::api::resource::v1::AllocationResult;
 use crate::gates::FeatureGates;
 use crate::objects::ClusterObjects;
 use crate::report::{ClaimAllocation, DeviceResult, Outcome, PodReport, Report};
-use crate::snapshot::{PodClaims, Snapshot, Verdict, key_string, object_key};
+use crate::snapshot::{
+    ObjectKey, PodClaims, Snapshot, Verdict, extended_claim_key, key_string, object_key,
+};
 
 /// Places the pending pods of `objects` with `gates` and reports each one.
 #[must_use]
@@ -44,7 +46,8 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
             .unwrap_or_default();
         match snapshot.check(pod_index, node_index, &claims) {
             Verdict::Fits(allocations) => {
-                let reported = report_allocations(&claims, &allocations);
+                let pod_key = object_key(&snapshot.pods()[pod_index].metadata);
+                let reported = report_allocations(&pod_key, &claims, &allocations);
                 snapshot.bind(pod_index, node_index, &claims, allocations);
                 snapshot.commit(checkpoint);
                 return PodReport {
@@ -58,6 +61,7 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
             }
             Verdict::Refused(reason) => reasons.push(format!("{node_name}: {reason}")),
             Verdict::Fatal(message) => return refused(Outcome::Error, vec![message]),
+            Verdict::Unresolvable(reason) => return refused(Outcome::Unschedulable, vec![reason]),
         }
     }
     if reasons.is_empty() {
@@ -69,12 +73,15 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
 /// The report entries for a pod's new allocations.
 #[must_use]
 pub fn report_allocations(
+    pod: &ObjectKey,
     claims: &PodClaims,
     allocations: &[AllocationResult],
 ) -> Vec<ClaimAllocation> {
+    let extended = extended_claim_key(pod);
     claims
         .to_allocate
         .iter()
+        .chain(std::iter::once(&extended))
         .zip(allocations)
         .map(|(key, allocation)| ClaimAllocation {
             claim: key_string(key),

@@ -8,12 +8,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
-    ResourceClaimTemplate, ResourceSlice,
+    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference,
+    ResourceClaimStatus, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::dra::{AllocError, AllocateOutcome, AllocatedState, DraCatalog, ShareIdGenerator};
+use crate::filters::{FilterState, PreparedPod, extended_resource_claim};
 use crate::gates::FeatureGates;
 use crate::objects::ClusterObjects;
 pub use crate::pods::{is_pending, priority};
@@ -64,6 +65,26 @@ pub struct Snapshot {
     allocated: AllocatedState,
     share_ids: ShareIdGenerator,
     undo: Vec<Undo>,
+    filters: FilterState,
+    device_classes: Vec<DeviceClass>,
+    /// PreFilter result of the pod checked last, valid while `generation`
+    /// is unchanged (placements change domain counts).
+    prepared: Option<(usize, u64, Result<PreparedPod, String>)>,
+    generation: u64,
+}
+
+/// Suffix of the claim the scheduler creates for extended resources served
+/// by DRA (KEP-5004). Upstream uses generateName; a simulation needs a stable
+/// name.
+pub const EXTENDED_RESOURCES_SUFFIX: &str = "extended-resources";
+
+/// The key of a pod's extended-resource claim.
+#[must_use]
+pub fn extended_claim_key(pod: &ObjectKey) -> ObjectKey {
+    (
+        pod.0.clone(),
+        format!("{}-{EXTENDED_RESOURCES_SUFFIX}", pod.1),
+    )
 }
 
 /// What one node says about one pod.
@@ -75,6 +96,8 @@ pub enum Verdict {
     Refused(String),
     /// The scheduler would fail the pod outright (not try other nodes).
     Fatal(String),
+    /// PreFilter refuses the pod on every node (unschedulable, not an error).
+    Unresolvable(String),
 }
 
 /// A point the snapshot can roll back to. Checkpoints nest: rolling back to
@@ -112,6 +135,8 @@ impl Snapshot {
             pod_workload_refs: _,
         } = objects;
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut filters = FilterState::new(&nodes, &pods, &namespaces);
+        filters.set_device_classes(&device_classes, &gates);
         let node_index = nodes
             .iter()
             .enumerate()
@@ -145,6 +170,10 @@ impl Snapshot {
             allocated,
             share_ids: ShareIdGenerator::default(),
             undo: Vec::new(),
+            filters,
+            device_classes,
+            prepared: None,
+            generation: 0,
         }
     }
 
@@ -157,9 +186,11 @@ impl Snapshot {
             self.dra.add_slice(slice);
         }
         let index = self.nodes.len();
+        self.filters.add_node(&node);
         self.node_index.insert(name, index);
         self.nodes.push(node);
         self.undo.push(Undo::NodeAdded);
+        self.generation += 1;
         index
     }
 
@@ -178,12 +209,14 @@ impl Snapshot {
 
     /// Undoes every node added and pod bound since `checkpoint`.
     pub fn rollback(&mut self, checkpoint: Checkpoint) {
+        self.generation += 1;
         while self.undo.len() > checkpoint.0 {
             let Some(change) = self.undo.pop() else {
                 break;
             };
             match change {
                 Undo::NodeAdded => {
+                    self.filters.remove_last_node();
                     if let Some(node) = self.nodes.pop() {
                         let name = node.metadata.name.unwrap_or_default();
                         self.dra.remove_slices_for_node(&name);
@@ -196,6 +229,7 @@ impl Snapshot {
                     claims,
                     allocations,
                 } => {
+                    self.filters.remove_last_pod(&self.pods[pod_index]);
                     if let Some(spec) = self.pods[pod_index].spec.as_mut() {
                         spec.node_name = previous_node;
                     }
@@ -223,11 +257,29 @@ impl Snapshot {
     /// Runs the filters, checks the pod's allocated claims are usable here,
     /// then allocates its other claims. Nothing is committed.
     pub fn check(&mut self, pod_index: usize, node_index: usize, claims: &PodClaims) -> Verdict {
+        let fresh =
+            matches!(&self.prepared, Some((p, g, _)) if *p == pod_index && *g == self.generation);
+        if !fresh {
+            let prepared = self.filters.prepare(&self.pods[pod_index], &self.nodes);
+            self.prepared = Some((pod_index, self.generation, prepared));
+        }
+        let Some((_, _, prepared)) = &self.prepared else {
+            return Verdict::Unresolvable("internal: PreFilter result missing".into());
+        };
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err(reason) => return Verdict::Unresolvable(reason.clone()),
+        };
         let node = &self.nodes[node_index];
         let pod = &self.pods[pod_index];
-        if let Some(reason) = crate::pods::node_unschedulable(pod, node) {
-            return Verdict::Refused(reason);
+        if let Err(refusal) = self.filters.check(prepared, node_index, node) {
+            return Verdict::Refused(refusal.reason(prepared, node));
         }
+        let extended = if prepared.extended_via_dra.is_empty() {
+            None
+        } else {
+            extended_resource_claim(pod, node, &self.device_classes, &self.gates)
+        };
         for key in &claims.allocated {
             let selector = self
                 .claims
@@ -253,10 +305,24 @@ impl Snapshot {
                 }
             }
         }
-        if claims.to_allocate.is_empty() {
+        if claims.to_allocate.is_empty() && extended.is_none() {
             return Verdict::Fits(Vec::new());
         }
-        match self.allocate(node_index, &claims.to_allocate) {
+        let mut claim_refs: Vec<&ResourceClaim> = claims
+            .to_allocate
+            .iter()
+            .filter_map(|k| self.claims.get(k))
+            .collect();
+        if let Some(claim) = &extended {
+            claim_refs.push(claim);
+        }
+        let outcome = self.dra.allocate(
+            &self.nodes[node_index],
+            &claim_refs,
+            &self.allocated,
+            &mut self.share_ids,
+        );
+        match outcome {
             Ok(AllocateOutcome::Allocated(allocations)) => Verdict::Fits(allocations),
             Ok(AllocateOutcome::Unschedulable { reasons }) => {
                 Verdict::Refused(if reasons.is_empty() {
@@ -520,11 +586,30 @@ impl Snapshot {
         claims: &PodClaims,
         allocations: Vec<AllocationResult>,
     ) {
+        let mut keys = claims.to_allocate.clone();
+        if allocations.len() > keys.len() {
+            // The extended-resource claim the scheduler creates at PreBind.
+            let pod = &self.pods[pod_index];
+            let pod_key = object_key(&pod.metadata);
+            if let Some(mut claim) = extended_resource_claim(
+                pod,
+                &self.nodes[node_index],
+                &self.device_classes,
+                &self.gates,
+            ) {
+                let key = extended_claim_key(&pod_key);
+                claim.metadata.name = Some(key.1.clone());
+                claim.metadata.namespace = Some(key.0.clone());
+                claim.metadata.generate_name = None;
+                self.claims.insert(key.clone(), claim);
+                keys.push(key);
+            }
+        }
         let node_name = self.nodes[node_index].metadata.name.clone();
         let saved_claims: Vec<(ObjectKey, Option<ResourceClaimStatus>)> = claims
             .allocated
             .iter()
-            .chain(&claims.to_allocate)
+            .chain(&keys)
             .map(|k| (k.clone(), self.claims.get(k).and_then(|c| c.status.clone())))
             .collect();
         let pod = &mut self.pods[pod_index];
@@ -538,6 +623,8 @@ impl Snapshot {
             claims: saved_claims,
             allocations: allocations.clone(),
         });
+        self.filters.add_pod(&self.pods[pod_index], node_index);
+        self.generation += 1;
         let pod = &self.pods[pod_index];
         let consumer = ResourceClaimConsumerReference {
             api_group: None,
@@ -545,7 +632,7 @@ impl Snapshot {
             name: pod.metadata.name.clone().unwrap_or_default(),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
         };
-        for (key, allocation) in claims.to_allocate.iter().zip(allocations) {
+        for (key, allocation) in keys.iter().zip(allocations) {
             self.allocated.add_allocation(&allocation, &self.gates);
             if let Some(claim) = self.claims.get_mut(key) {
                 let status = claim
@@ -554,7 +641,7 @@ impl Snapshot {
                 status.allocation = Some(allocation);
             }
         }
-        for key in claims.allocated.iter().chain(&claims.to_allocate) {
+        for key in claims.allocated.iter().chain(&keys) {
             if let Some(claim) = self.claims.get_mut(key) {
                 let status = claim
                     .status

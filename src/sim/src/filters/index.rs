@@ -386,3 +386,68 @@ impl Index {
         }
     }
 }
+
+/// Inverses of the incremental updates, for a simulation rolling back what
+/// it tried (always last in, first out).
+impl Index {
+    /// The inverse of [`Index::on_add_pod`].
+    pub(crate) fn on_remove_pod(&mut self, pod: &PodRecord) {
+        let node_index = pod.node_index;
+        for entry in &mut self.matchers {
+            if !entry.matcher.matches(pod) {
+                continue;
+            }
+            if let Some(slot) = entry.per_node.get_mut(node_index) {
+                *slot = slot.saturating_sub(1);
+            }
+            for ((key, mask), counts) in &mut entry.views {
+                let admitted = mask.is_none_or(|m| {
+                    self.masks
+                        .get(m)
+                        .is_some_and(|m| m.admits.get(node_index).copied().unwrap_or(false))
+                });
+                let domain = self.columns.get(key).and_then(|c| c.indexed(node_index));
+                if admitted && let Some(Domain::Known(domain)) = domain {
+                    Arc::make_mut(counts).add_pods(domain, -1);
+                }
+            }
+        }
+    }
+
+    /// The inverse of [`Index::add_anti_term`]. The group stays (with its
+    /// counts back at zero), so group ids cached elsewhere remain valid.
+    pub(crate) fn remove_anti_term(&mut self, term: &AntiTerm, node_index: usize, nodes: &[NodeRecord]) {
+        let Some(&id) = self.anti_ids.get(term) else {
+            return;
+        };
+        let column = self.column(&term.topology_key, nodes);
+        if let Some(Domain::Known(domain)) = column.indexed(node_index) {
+            Arc::make_mut(&mut self.anti_groups[id].counts).add_pods(domain, -1);
+        }
+    }
+
+    /// The inverse of [`Index::on_add_node`] for the last node of `nodes`
+    /// (called before the node is popped; no pod may remain on it).
+    pub(crate) fn on_remove_last_node(&mut self, nodes: &[NodeRecord]) {
+        let Some(node_index) = nodes.len().checked_sub(1) else {
+            return;
+        };
+        for entry in &mut self.matchers {
+            for ((key, mask), counts) in &mut entry.views {
+                let admitted =
+                    mask.is_none_or(|m| self.masks.get(m).is_some_and(|m| m.admits.get(node_index).copied().unwrap_or(false)));
+                let domain = self.columns.get(key).and_then(|c| c.indexed(node_index));
+                if admitted && let Some(Domain::Known(domain)) = domain {
+                    Arc::make_mut(counts).remove_node(domain);
+                }
+            }
+            entry.per_node.truncate(node_index);
+        }
+        for mask in &mut self.masks {
+            mask.admits.truncate(node_index);
+        }
+        for column in self.columns.values_mut() {
+            Arc::make_mut(column).pop_node();
+        }
+    }
+}

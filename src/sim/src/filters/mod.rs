@@ -37,6 +37,7 @@ mod node_resources_fit;
 mod node_unschedulable;
 mod pod_topology_spread;
 mod requests;
+mod rollback;
 mod taint_toleration;
 mod topology;
 

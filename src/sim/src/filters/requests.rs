@@ -350,3 +350,23 @@ mod tests {
         assert_eq!(exact_units(NANO / 2), None);
     }
 }
+
+impl ResourceVec {
+    /// Takes away what [`ResourceVec::add_list`] added for the same list.
+    pub(crate) fn sub_list(&mut self, list: &NanoList, table: &mut ResourceTable) {
+        for (name, nanos) in list {
+            match name.as_str() {
+                "cpu" => self.milli_cpu = self.milli_cpu.saturating_sub(millis(*nanos)),
+                "memory" => self.memory = self.memory.saturating_sub(units(*nanos)),
+                "ephemeral-storage" => {
+                    self.ephemeral_storage = self.ephemeral_storage.saturating_sub(units(*nanos));
+                }
+                other if is_scalar(other) => {
+                    let slot = self.scalar_mut(table.intern(other));
+                    *slot = slot.saturating_sub(units(*nanos));
+                }
+                _ => {}
+            }
+        }
+    }
+}
