@@ -493,3 +493,35 @@ spec:
         assert_eq!(loader.finish().objects.namespaces.len(), 1);
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the bytes, loading returns objects or an error; it never
+        /// panics.
+        #[test]
+        fn loader_never_panics(text in "\\PC{0,400}") {
+            let mut loader = Loader::new();
+            let _ = loader.add_yaml("fuzz.yaml", &text);
+            let _ = loader.add_json("fuzz.json", &text);
+        }
+
+        /// Structurally valid documents with arbitrary field values.
+        #[test]
+        fn loader_never_panics_on_odd_values(
+            kind in prop::sample::select(vec!["Node", "Pod", "ResourceSlice", "ResourceClaim", "DeviceClass", "List"]),
+            value in "\\PC{0,40}",
+            count in any::<i64>(),
+        ) {
+            let api = if kind == "Node" || kind == "Pod" || kind == "List" { "v1" } else { "resource.k8s.io/v1" };
+            let text = format!(
+                "apiVersion: {api}\nkind: {kind}\nmetadata: {{name: {value:?}}}\nspec:\n  devices:\n    requests:\n    - name: {value:?}\n      exactly: {{deviceClassName: {value:?}, count: {count}}}\n  driver: {value:?}\n  pool: {{name: {value:?}, generation: {count}, resourceSliceCount: {count}}}\nitems: [{value:?}]\n"
+            );
+            let mut loader = Loader::new();
+            let _ = loader.add_yaml("fuzz.yaml", &text);
+        }
+    }
+}
