@@ -1,8 +1,11 @@
 //! Claim constraints: `matchAttribute` and `distinctAttribute`, with
-//! upstream's incremental add/remove bookkeeping and its quirks (a match
-//! reference that only resets when the set empties, distinct values kept per
-//! request name). With list-type attributes on, values are compared as sets
-//! (the experimental variant's semantics).
+//! upstream's incremental add/remove bookkeeping: a match reference that only
+//! resets when the set empties, and distinct values kept as a stack of every
+//! device added (kubernetes#140600; before it, values were kept per request
+//! name, so devices of one request were not compared with each other). With
+//! list-type attributes on, values are compared as sets (the experimental
+//! variant's semantics): match keeps the running intersection per device so
+//! that backtracking restores it, distinct requires pairwise disjoint sets.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -158,19 +161,21 @@ pub(crate) enum Constraint {
         scope: Scope,
         attribute: String,
         list_mode: bool,
+        /// Scalar mode: the first device's value, kept until the set empties.
         reference: Option<DeviceAttribute>,
-        intersection: Option<AttrSet>,
         count: i64,
+        /// List mode: the running intersection after each added device, so
+        /// that removing a device restores the intersection before it.
+        intersections: Vec<AttrSet>,
     },
     /// `distinctAttribute`.
     Distinct {
         scope: Scope,
         attribute: String,
         list_mode: bool,
-        /// Upstream keys held values by request name (a later device of the
-        /// same request replaces the earlier one).
-        held: BTreeMap<String, DeviceAttribute>,
-        count: i64,
+        /// The values of every device added so far, in order; a new device
+        /// must differ from all of them (kubernetes#140600).
+        held: Vec<DeviceAttribute>,
     },
 }
 
@@ -184,8 +189,8 @@ impl Constraint {
             attribute: attribute.to_string(),
             list_mode,
             reference: None,
-            intersection: None,
             count: 0,
+            intersections: Vec::new(),
         }
     }
 
@@ -197,8 +202,7 @@ impl Constraint {
             },
             attribute: attribute.to_string(),
             list_mode,
-            held: BTreeMap::new(),
-            count: 0,
+            held: Vec::new(),
         }
     }
 
@@ -236,43 +240,41 @@ impl Constraint {
                 attribute,
                 list_mode,
                 reference,
-                intersection,
                 count,
+                intersections,
                 ..
             } => {
                 let Some(attr) = lookup_attribute(attributes, driver, attribute) else {
                     return false;
                 };
-                if *count == 0 {
-                    if *list_mode {
-                        match AttrSet::of(attr) {
-                            Some(set) => *intersection = Some(set),
-                            None => return false,
-                        }
-                    } else {
-                        *reference = Some(attr.clone());
-                    }
-                    *count = 1;
-                    return true;
-                }
                 if *list_mode {
                     let Some(new) = AttrSet::of(attr) else {
                         return false;
                     };
-                    let Some(current) = intersection.as_mut() else {
-                        return false;
+                    let next = match intersections.last() {
+                        None => new,
+                        Some(current) => {
+                            if !current.intersects(&new) {
+                                return false;
+                            }
+                            let mut narrowed = current.clone();
+                            narrowed.narrow(&new);
+                            narrowed
+                        }
                     };
-                    if !current.intersects(&new) {
-                        return false;
-                    }
-                    current.narrow(&new);
-                } else {
-                    let Some(reference) = reference.as_ref() else {
-                        return false;
-                    };
-                    if !scalar_equal(reference, attr) {
-                        return false;
-                    }
+                    intersections.push(next);
+                    return true;
+                }
+                if *count == 0 {
+                    *reference = Some(attr.clone());
+                    *count = 1;
+                    return true;
+                }
+                let Some(reference) = reference.as_ref() else {
+                    return false;
+                };
+                if !scalar_equal(reference, attr) {
+                    return false;
                 }
                 *count += 1;
                 true
@@ -281,49 +283,55 @@ impl Constraint {
                 attribute,
                 list_mode,
                 held,
-                count,
                 ..
             } => {
                 let Some(attr) = lookup_attribute(attributes, driver, attribute) else {
                     return false;
                 };
-                if *count == 0 {
-                    held.insert(request.to_string(), attr.clone());
-                    *count = 1;
-                    return true;
-                }
                 let distinct = if *list_mode {
+                    // Pairwise disjoint sets; a value that is no set at all
+                    // (an empty list) never qualifies.
                     match AttrSet::of(attr) {
                         None => false,
                         Some(new) => held
-                            .values()
+                            .iter()
                             .filter_map(AttrSet::of)
                             .all(|existing| !new.intersects(&existing)),
                     }
                 } else {
-                    held.values()
+                    held.iter()
                         .all(|h| scalar_duplicate(h, attr).is_some_and(|dup| !dup))
                 };
                 if !distinct {
                     return false;
                 }
-                held.insert(request.to_string(), attr.clone());
-                *count += 1;
+                held.push(attr.clone());
                 true
             }
         }
     }
 
-    /// Undoes one successful [`Constraint::add`] with the same arguments.
+    /// Undoes the most recent successful [`Constraint::add`] with the same
+    /// request names (the search removes devices in reverse order).
     pub fn remove(&mut self, request: &str, subrequest: Option<&str>) {
         if !self.applies(request, subrequest) {
             return;
         }
         match self {
-            Constraint::Match { count, .. } => *count -= 1,
-            Constraint::Distinct { held, count, .. } => {
-                held.remove(request);
-                *count -= 1;
+            Constraint::Match {
+                list_mode,
+                count,
+                intersections,
+                ..
+            } => {
+                if *list_mode {
+                    intersections.pop();
+                } else {
+                    *count -= 1;
+                }
+            }
+            Constraint::Distinct { held, .. } => {
+                held.pop();
             }
         }
     }
@@ -383,15 +391,69 @@ mod tests {
     }
 
     #[test]
-    fn distinct_keeps_one_value_per_request() {
+    fn distinct_compares_devices_of_the_same_request() {
         let mut c = Constraint::distinct(&[], "d/id", false);
         let a = attrs(&[("id", s("a"))]);
         let b = attrs(&[("id", s("b"))]);
         assert!(c.add("r", None, Some(&a), "d"));
         assert!(c.add("r", None, Some(&b), "d"));
-        // The quirk: "a" was overwritten by "b" under the same request name.
-        assert!(c.add("r", None, Some(&a), "d"));
+        assert!(
+            !c.add("r", None, Some(&a), "d"),
+            "a is still held by the first device"
+        );
         assert!(!c.add("other", None, Some(&a), "d"));
+        c.remove("r", None);
+        assert!(
+            c.add("r", None, Some(&b), "d"),
+            "removing the newest device frees its value"
+        );
+    }
+
+    #[test]
+    fn distinct_values_of_other_kinds_never_collide() {
+        let mut c = Constraint::distinct(&[], "d/id", false);
+        let int = DeviceAttribute {
+            int: Some(1),
+            ..Default::default()
+        };
+        assert!(c.add("r", None, Some(&attrs(&[("id", s("1"))])), "d"));
+        assert!(c.add("r", None, Some(&attrs(&[("id", int.clone())])), "d"));
+        assert!(!c.add("r", None, Some(&attrs(&[("id", int)])), "d"));
+        assert!(
+            !c.add(
+                "r",
+                None,
+                Some(&attrs(&[("id", DeviceAttribute::default())])),
+                "d"
+            ),
+            "a value of unknown kind cannot be shown distinct"
+        );
+    }
+
+    #[test]
+    fn list_mode_distinct_needs_pairwise_disjoint_sets() {
+        let mut c = Constraint::distinct(&[], "d/n", true);
+        assert!(c.add("r", None, Some(&attrs(&[("n", strings(&["a", "b"]))])), "d"));
+        assert!(c.add("r", None, Some(&attrs(&[("n", strings(&["c"]))])), "d"));
+        assert!(!c.add("r", None, Some(&attrs(&[("n", strings(&["b", "x"]))])), "d"));
+        assert!(c.add("r", None, Some(&attrs(&[("n", s("x"))])), "d"));
+        assert!(
+            !c.add("r", None, Some(&attrs(&[("n", strings(&[]))])), "d"),
+            "an empty list is no set"
+        );
+    }
+
+    #[test]
+    fn list_mode_match_restores_the_intersection_on_remove() {
+        let mut c = Constraint::matching(&[], "d/n", true);
+        assert!(c.add("r", None, Some(&attrs(&[("n", strings(&["a", "b"]))])), "d"));
+        assert!(c.add("r", None, Some(&attrs(&[("n", s("a"))])), "d"));
+        assert!(!c.add("r", None, Some(&attrs(&[("n", s("b"))])), "d"));
+        c.remove("r", None);
+        assert!(
+            c.add("r", None, Some(&attrs(&[("n", s("b"))])), "d"),
+            "the intersection is {{a, b}} again"
+        );
     }
 
     #[test]

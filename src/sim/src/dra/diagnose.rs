@@ -306,11 +306,18 @@ fn counter_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<Str
         ));
     }
     let state = &search.states[dev.pool];
-    if f.consumable_capacity && device.allow_multi && state.consumed[dev.flat].is_some() {
+    if f.consumable_capacity && device.allow_multi && state.shared[dev.flat] {
         // Later shares ride on the first share's counters.
         return None;
     }
     let _ = key;
+    if search.skip_for_compatibility_groups(dev) {
+        return Some(format!(
+            "device {} declares compatibility groups, or draws from a counter set whose allocated devices \
+             declare some, which needs the DRADeviceCompatibilityGroups feature",
+            device.name
+        ));
+    }
     for (set_idx, set) in pool.counter_sets.iter().enumerate() {
         for (counter_idx, (counter, _)) in set.counters.iter().enumerate() {
             let flat = pool.counter_index(set_idx, counter_idx);

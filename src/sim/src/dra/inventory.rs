@@ -40,6 +40,8 @@ pub(crate) struct CounterSetEntry {
 pub(crate) struct Consumption {
     pub counter_set: String,
     pub counters: Vec<(String, Amount)>,
+    /// `compatibilityGroups` (KEP-5963); empty when none are declared.
+    pub groups: Vec<String>,
 }
 
 /// A capacity's request policy.
@@ -274,6 +276,7 @@ fn convert_device(raw: Device, slot: u32, note: &mut impl FnMut(String)) -> Devi
                     )
                 })
                 .collect(),
+            groups: c.compatibility_groups.clone().unwrap_or_default(),
         })
         .collect();
     let taints = raw

@@ -18,8 +18,15 @@ pub(crate) struct PoolState {
     /// Upstream's `AggregatedCapacity` entry, aligned with the device's
     /// capacities (names the device lacks are dropped, missing ones are 0).
     pub consumed: Vec<Option<Vec<Amount>>>,
+    /// Upstream `deviceCapacityInUse` for existing allocations: a share of the
+    /// device exists, with or without recorded capacity. Later shares of such
+    /// a device do not pay its counters again.
+    pub shared: Vec<bool>,
     /// Counters left before this call, by the pool's flat counter index.
     pub available: Vec<Amount>,
+    /// Per counter set of the pool: an allocated device declares
+    /// compatibility groups on it (upstream `groupedCounterSets`).
+    pub grouped_sets: Vec<bool>,
 }
 
 impl PoolState {
@@ -27,11 +34,13 @@ impl PoolState {
         let mut out = PoolState {
             exclusive: vec![false; pool.n_devices],
             consumed: vec![None; pool.n_devices],
+            shared: vec![false; pool.n_devices],
             available: pool
                 .counter_sets
                 .iter()
                 .flat_map(|set| set.counters.iter().map(|(_, v)| *v))
                 .collect(),
+            grouped_sets: vec![false; pool.counter_sets.len()],
         };
         let Some(allocations) = state.pool(&pool.driver, &pool.name) else {
             return out;
@@ -41,6 +50,8 @@ impl PoolState {
             for (i, device) in slice.devices.iter().enumerate() {
                 let flat = offset + i;
                 out.exclusive[flat] = allocations.exclusive.contains(&device.name);
+                out.shared[flat] = allocations.shared.contains_key(&device.name)
+                    || allocations.capacity.contains_key(&device.name);
                 if let Some(consumed) = allocations.capacity.get(&device.name) {
                     out.consumed[flat] = Some(
                         device
@@ -66,6 +77,9 @@ impl PoolState {
                         else {
                             continue;
                         };
+                        if !consumption.groups.is_empty() {
+                            out.grouped_sets[set_idx] = true;
+                        }
                         let set = &pool.counter_sets[set_idx];
                         for (counter, amount) in &consumption.counters {
                             if let Some(idx) = set.counters.iter().position(|(n, _)| n == counter) {

@@ -324,9 +324,11 @@ fn validate<'c>(
                         if !selectable(chk, claim, &data, dev)? {
                             continue;
                         }
-                        let consumed = chk.states[pool_idx].consumed[dev.flat].as_deref();
+                        // Static capacity only (kubernetes#140769): a matching
+                        // device whose capacity is used up stays in the list, so
+                        // the request fails instead of shrinking.
                         if chk.f.consumable_capacity
-                            && capacity::fits(data.capacity.as_deref(), device, consumed, None)
+                            && capacity::fits(data.capacity.as_deref(), device, None, None)
                                 != Some(true)
                         {
                             continue;

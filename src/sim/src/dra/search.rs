@@ -3,12 +3,12 @@
 //! order, devices in pool/slice/device order, combinations (never
 //! permutations) within one request, first solution wins.
 //!
-//! Upstream's in-flight bookkeeping is reproduced including its quirks, since
-//! the goal is to decide exactly as kube-scheduler does: counters charged by a
-//! candidate that is then rejected for a taint or a constraint stay charged
-//! for the rest of the call, shares of multi-allocatable devices never
-//! release counters on backtrack, and a device without capacities keeps an
-//! (empty) in-flight capacity entry once shared.
+//! Upstream's in-flight bookkeeping is reproduced as of the 1.37 cycle: a
+//! candidate rejected after its counters were charged (taint, constraint,
+//! capacity) is rolled back completely, the same way a backtrack undoes an
+//! accepted one (kubernetes#140431, also in 1.36); only the first share of a
+//! multi-allocatable device pays its counters, and an in-flight capacity entry
+//! that predates a share survives that share's rollback.
 
 use k8s_openapi::api::resource::v1::{DeviceToleration, ResourceClaim};
 
@@ -50,11 +50,24 @@ pub(crate) struct Chosen {
     pub admin: bool,
 }
 
+/// What one successful [`Search::allocate_device`] changed (upstream
+/// `deviceRollbackState`).
 struct Undo {
     key: RKey,
     dev: DevRef,
-    allow_multi: bool,
+    counters_reserved: bool,
+    constraints_added: usize,
+    marked: bool,
+    capacity: Option<CapacityUndo>,
+    result_added: bool,
     prev_len: usize,
+}
+
+/// The in-flight capacity one share added.
+struct CapacityUndo {
+    amounts: Vec<Amount>,
+    /// An entry for the device existed before this share.
+    existed: bool,
 }
 
 /// The search's state for one `allocate` call.
@@ -133,9 +146,10 @@ impl<'a, 'c> Search<'a, 'c> {
             .is_some_and(|c| c.contains(&claim))
     }
 
+    /// Upstream `deviceCapacityInUse`: an existing share (with or without
+    /// recorded capacity, kubernetes#140437) or one made in this call.
     fn capacity_in_use(&self, dev: DevRef) -> bool {
-        self.states[dev.pool].consumed[dev.flat].is_some()
-            || self.allocating_capacity.contains_key(&dev.key())
+        self.states[dev.pool].shared[dev.flat] || self.allocating_capacity.contains_key(&dev.key())
     }
 
     fn capacity_fits(&self, key: RKey, dev: DevRef) -> Option<bool> {
@@ -231,7 +245,7 @@ impl<'a, 'c> Search<'a, 'c> {
             };
             let result = self.allocate_one(r, device_index + 1, inside_sub, (0, 0, 0));
             if !matches!(result, Ok(true)) {
-                self.undo(undo);
+                self.rollback(undo);
             }
             return result;
         }
@@ -281,7 +295,7 @@ impl<'a, 'c> Search<'a, 'c> {
                     if matches!(result, Ok(true)) {
                         return result;
                     }
-                    self.undo(undo);
+                    self.rollback(undo);
                     result?;
                 }
             }
@@ -290,6 +304,8 @@ impl<'a, 'c> Search<'a, 'c> {
     }
 
     /// Upstream `allocateDevice`: `None` when the device cannot be taken.
+    /// Every rejection after the counters were charged rolls back what this
+    /// call changed (kubernetes#140431), exactly as a later backtrack would.
     fn allocate_device(&mut self, r: RKey, dev: DevRef, must: bool) -> Result<Option<Undo>, Stop> {
         let f = self.chk.f;
         let pools = self.chk.pools;
@@ -307,20 +323,39 @@ impl<'a, 'c> Search<'a, 'c> {
         }
         // The first share of a multi-allocatable device pays its counters.
         let skip_counters = allow_multi && self.capacity_in_use(dev);
-        if !skip_counters && !device.consumes.is_empty() && !self.charge_counters(dev) {
+        if !skip_counters && !device.consumes.is_empty() && self.skip_for_compatibility_groups(dev)
+        {
             return Ok(None);
+        }
+        let mut undo = Undo {
+            key: r,
+            dev,
+            counters_reserved: false,
+            constraints_added: 0,
+            marked: false,
+            capacity: None,
+            result_added: false,
+            prev_len: self.results[r.claim].len(),
+        };
+        if !skip_counters && !device.consumes.is_empty() {
+            if !self.charge_counters(dev) {
+                return Ok(None);
+            }
+            undo.counters_reserved = true;
         }
         let data = Self::data(&self.slots, r);
         if f.device_taints && taint_prevents(&device.taints, data.tolerations) {
+            self.rollback(undo);
             return Ok(None);
         }
         let base = data.base_name();
         let sub = data.sub_name();
         let attributes = device.raw.attributes.as_ref();
-        let constraints = &mut self.constraints[r.claim];
-        for i in 0..constraints.len() {
-            if !constraints[i].add(base, sub, attributes, &pool.driver) {
+        for i in 0..self.constraints[r.claim].len() {
+            if !self.constraints[r.claim][i].add(base, sub, attributes, &pool.driver) {
+                self.rollback(undo);
                 if must {
+                    let data = Self::data(&self.slots, r);
                     return Err(Stop::Fatal(format!(
                         "claim {}, request {}: cannot add device {}/{}/{} because a claim constraint would not be satisfied",
                         claim_ref(self.claims[r.claim]),
@@ -330,43 +365,51 @@ impl<'a, 'c> Search<'a, 'c> {
                         device.name
                     )));
                 }
-                for c in &mut constraints[..i] {
-                    c.remove(base, sub);
-                }
                 return Ok(None);
             }
+            undo.constraints_added += 1;
         }
-        let holders = self.allocating.entry(dev.key()).or_default();
-        if !allow_multi && !holders.contains(&r.claim) {
-            holders.push(r.claim);
+        if !allow_multi {
+            let holders = self.allocating.entry(dev.key()).or_default();
+            if !holders.contains(&r.claim) {
+                holders.push(r.claim);
+            }
+            undo.marked = true;
         }
         let mut consumed = None;
         let mut share_id = None;
         if f.consumable_capacity {
+            // A capacity the device lacks is a soft mismatch, like too little.
             if self.capacity_fits(r, dev) != Some(true) {
-                // Upstream returns here without undoing the steps above.
+                self.rollback(undo);
                 return Ok(None);
             }
             if allow_multi {
+                let data = Self::data(&self.slots, r);
                 let values = capacity::consumed_by(data.capacity.as_deref(), device);
                 let amounts: Vec<Amount> = values.iter().map(|v| v.amount).collect();
-                match self.allocating_capacity.get_mut(&dev.key()) {
+                // The entry doubles as the "already shared" marker that lets
+                // later shares skip the counters; a rollback must not drop it
+                // while an earlier share still relies on it.
+                let existed = match self.allocating_capacity.get_mut(&dev.key()) {
                     Some(existing) => {
                         for (slot, amount) in existing.iter_mut().zip(&amounts) {
                             *slot = slot.plus(*amount);
                         }
+                        true
                     }
                     None => {
-                        self.allocating_capacity.insert(dev.key(), amounts);
+                        self.allocating_capacity.insert(dev.key(), amounts.clone());
+                        false
                     }
-                }
+                };
+                undo.capacity = Some(CapacityUndo { amounts, existed });
                 share_id = Some(self.share_ids.next_id());
                 if !values.is_empty() {
                     consumed = Some(values);
                 }
             }
         }
-        let prev_len = self.results[r.claim].len();
         self.results[r.claim].push(Chosen {
             key: r,
             dev,
@@ -374,39 +417,68 @@ impl<'a, 'c> Search<'a, 'c> {
             consumed,
             admin,
         });
-        Ok(Some(Undo {
-            key: r,
-            dev,
-            allow_multi,
-            prev_len,
-        }))
+        undo.result_added = true;
+        Ok(Some(undo))
     }
 
-    fn undo(&mut self, undo: Undo) {
-        let data = Self::data(&self.slots, undo.key);
-        let (base, sub) = (data.base_name(), data.sub_name());
-        for c in &mut self.constraints[undo.key.claim] {
-            c.remove(base, sub);
+    /// Upstream `rollbackDevice`: reverses what [`Search::allocate_device`]
+    /// recorded in `undo`, in the opposite order.
+    fn rollback(&mut self, undo: Undo) {
+        if undo.result_added {
+            self.results[undo.key.claim].truncate(undo.prev_len);
         }
-        if let Some(holders) = self.allocating.get_mut(&undo.dev.key()) {
-            holders.retain(|c| *c != undo.key.claim);
-        }
-        if undo.allow_multi {
-            let consumed = self.results[undo.key.claim][undo.prev_len].consumed.clone();
-            if let Some(consumed) = consumed
-                && let Some(entry) = self.allocating_capacity.get_mut(&undo.dev.key())
-            {
-                for (slot, v) in entry.iter_mut().zip(&consumed) {
-                    *slot = slot.minus(v.amount);
+        if let Some(cap) = undo.capacity {
+            let key = undo.dev.key();
+            if let Some(entry) = self.allocating_capacity.get_mut(&key) {
+                for (slot, amount) in entry.iter_mut().zip(&cap.amounts) {
+                    *slot = slot.minus(*amount);
                 }
                 if entry.iter().all(|a| a.is_zero()) {
-                    self.allocating_capacity.remove(&undo.dev.key());
+                    self.allocating_capacity.remove(&key);
                 }
             }
-        } else if self.chk.f.partitionable_devices {
+            if cap.existed {
+                self.allocating_capacity
+                    .entry(key)
+                    .or_insert_with(|| vec![Amount::ZERO; cap.amounts.len()]);
+            }
+        }
+        if undo.marked
+            && let Some(holders) = self.allocating.get_mut(&undo.dev.key())
+        {
+            holders.retain(|c| *c != undo.key.claim);
+        }
+        let data = Self::data(&self.slots, undo.key);
+        let (base, sub) = (data.base_name(), data.sub_name());
+        for c in self.constraints[undo.key.claim][..undo.constraints_added]
+            .iter_mut()
+            .rev()
+        {
+            c.remove(base, sub);
+        }
+        if undo.counters_reserved {
             self.release_counters(undo.dev);
         }
-        self.results[undo.key.claim].truncate(undo.prev_len);
+    }
+
+    /// Upstream `skipForDisabledCompatibilityGroups`: without
+    /// DRADeviceCompatibilityGroups the allocator cannot validate groups, so
+    /// it skips a device that declares any, or that draws from a counter set
+    /// on which an allocated device declared some.
+    pub(crate) fn skip_for_compatibility_groups(&self, dev: DevRef) -> bool {
+        if self.chk.gates.device_compatibility_groups {
+            return false;
+        }
+        let (pool, device) = pool_of(self.chk.pools, dev);
+        let grouped = &self.states[dev.pool].grouped_sets;
+        device.consumes.iter().any(|c| {
+            !c.groups.is_empty()
+                || pool
+                    .counter_sets
+                    .iter()
+                    .position(|s| s.name == c.counter_set)
+                    .is_some_and(|i| grouped[i])
+        })
     }
 
     /// Upstream `checkAvailableCounters`: adds the device's consumption to the

@@ -643,7 +643,10 @@ fn consumable_capacity_multi_allocatable_device_allocation_mode_all_in_use_insuf
             device(DEVICE1).capacity(&[(CAPACITY0, "1")]).multi(),
             device(DEVICE2).capacity(&[(CAPACITY0, "1")]).multi(),
         ]),
-        expect: single_result(DEVICE2, &[(CAPACITY0, "1")]),
+        // kubernetes#140769: device1 still matches (its static capacity fits),
+        // so it stays in the All set; its used-up capacity makes All fail
+        // instead of shrinking the set to device2.
+        expect: Expect::NoFit,
         ..Default::default()
     }
     .run("consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-insufficient");
@@ -941,4 +944,94 @@ fn consumable_capacity_with_partitionable_device_multiple_capacity_pools() {
         ..Default::default()
     }
     .run("consumable-capacity-with-partitionable-device-multiple-capacity-pools");
+}
+
+#[test]
+fn consumable_capacity_requests_are_not_modified() {
+    let huge = "1000000000000000000000";
+    let mut dev = device(DEVICE1).multi();
+    dev.0.capacity = Some(
+        [(
+            CAPACITY0.to_string(),
+            k8s_openapi::api::resource::v1::DeviceCapacity {
+                value: q("1000000000000000000002"),
+                request_policy: Some(k8s_openapi::api::resource::v1::CapacityRequestPolicy {
+                    default: Some(q(huge)),
+                    valid_range: Some(k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
+                        min: q("2"),
+                        ..Default::default()
+                    }),
+                    valid_values: None,
+                }),
+            },
+        )]
+        .into(),
+    );
+    Case {
+        features: consumable(),
+        claims: vec![claim(
+            CLAIM0,
+            vec![],
+            vec![
+                capacity_request(1, Some("2")),
+                with_capacity_request(request(REQ1, CLASS_A, 1), Some(huge)),
+            ],
+        )],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: one_slice(vec![dev]),
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![
+                res_shared(REQ0, DRIVER_A, POOL1, DEVICE1, &[(CAPACITY0, "2")]),
+                // Upstream compares quantities by value; "1000E" is the
+                // canonical serialization of 10^21 that the API would show.
+                res_shared(REQ1, DRIVER_A, POOL1, DEVICE1, &[(CAPACITY0, "1000E")]),
+            ],
+        )]),
+        ..Default::default()
+    }
+    .run("consumable-capacity-requests-are-not-modified");
+}
+
+#[test]
+fn partitionable_consumable_capacity_shared_device_counter_not_recharged() {
+    // device1 already has a persisted share recorded only by its share ID
+    // (no consumed capacity); a further share must not pay its counters again
+    // (kubernetes#140437).
+    Case {
+        features: Features {
+            partitionable_devices: true,
+            consumable_capacity: true,
+            ..Default::default()
+        },
+        allocated_shares: vec![(id(DRIVER_A, POOL1, DEVICE1), FIXED_SHARE_ID, vec![])],
+        claims: vec![claim(CLAIM0, vec![], vec![request(REQ0, CLASS_A, 1)])],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: vec![
+            slice(
+                SLICE1,
+                Sel::Node(NODE1),
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                vec![
+                    device(DEVICE1)
+                        .multi()
+                        .consumes(COUNTER_SET1, &[("c", "1")], false),
+                ],
+            ),
+            counter_slice(
+                SLICE2,
+                Sel::Node(NODE1),
+                resource_pool(POOL1, 2),
+                DRIVER_A,
+                vec![counter_set(COUNTER_SET1, &[("c", "1")])],
+            ),
+        ],
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![res_shared(REQ0, DRIVER_A, POOL1, DEVICE1, &[])],
+        )]),
+        ..Default::default()
+    }
+    .run("partitionable-consumable-capacity-shared-device-counter-not-recharged");
 }

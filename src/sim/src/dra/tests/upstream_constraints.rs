@@ -898,3 +898,238 @@ fn list_attributes_disabled_distinct_constraint_with_lists() {
         Expect::NoFit,
     );
 }
+
+// Cases added upstream with kubernetes#140600 (distinct values are compared
+// across every device held, also within one request) and the list-mode
+// intersection restore on backtracking.
+
+fn numbered(devices: &[&str]) -> Expect {
+    Expect::Results(vec![alloc(
+        Some(local_selector(NODE1)),
+        devices
+            .iter()
+            .map(|d| res(REQ0, DRIVER_A, POOL1, d, false))
+            .collect(),
+    )])
+}
+
+fn v1_v2_v1() -> Vec<Dev> {
+    string_devs(&[
+        string_attr("value1"),
+        string_attr("value2"),
+        string_attr("value1"),
+    ])
+}
+
+fn v1_v2_v3() -> Vec<Dev> {
+    string_devs(&[
+        string_attr("value1"),
+        string_attr("value2"),
+        string_attr("value3"),
+    ])
+}
+
+fn numa_devs(values: &[i64]) -> Vec<Dev> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| device(&format!("device-{}", i + 1)).attrs(&[("numa", int_attr(*v))]))
+        .collect()
+}
+
+#[test]
+fn distinct_constraint_single_request_count_3_not_distinct() {
+    list_case(
+        "distinct-constraint-single-request-count-3-not-distinct",
+        consumable(),
+        true,
+        string_attribute(),
+        3,
+        v1_v2_v1(),
+        Expect::NoFit,
+    );
+}
+
+#[test]
+fn distinct_constraint_single_request_count_3_all_distinct() {
+    list_case(
+        "distinct-constraint-single-request-count-3-all-distinct",
+        consumable(),
+        true,
+        string_attribute(),
+        3,
+        v1_v2_v3(),
+        numbered(&[DEVICE1, DEVICE2, DEVICE3]),
+    );
+}
+
+#[test]
+fn distinct_constraint_two_requests_with_count_not_distinct() {
+    Case {
+        features: consumable(),
+        claims: vec![claim(
+            CLAIM0,
+            vec![distinct_attribute(&[REQ0, REQ1], &string_attribute())],
+            vec![request(REQ0, CLASS_A, 2), request(REQ1, CLASS_A, 1)],
+        )],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: one_slice(v1_v2_v1()),
+        expect: Expect::NoFit,
+        ..Default::default()
+    }
+    .run("distinct-constraint-two-requests-with-count-not-distinct");
+}
+
+#[test]
+fn distinct_constraint_single_request_multiple_devices_attribute_not_set() {
+    list_case(
+        "distinct-constraint-single-request-multiple-devices-attribute-not-set",
+        consumable(),
+        true,
+        int_attribute(),
+        3,
+        vec![device(DEVICE1), device(DEVICE2), device(DEVICE3)],
+        Expect::NoFit,
+    );
+}
+
+#[test]
+fn distinct_constraint_single_request_not_enough_distinct_values() {
+    list_case(
+        "distinct-constraint-single-request-not-enough-distinct-values",
+        consumable(),
+        true,
+        int_attribute(),
+        3,
+        numa_devs(&[1, 2, 2, 2]),
+        Expect::NoFit,
+    );
+}
+
+#[test]
+fn distinct_constraint_single_request_multiple_devices_attribute_set() {
+    list_case(
+        "distinct-constraint-single-request-multiple-devices-attribute-set",
+        consumable(),
+        true,
+        int_attribute(),
+        3,
+        numa_devs(&[1, 2, 1, 3]),
+        numbered(&[DEVICE1, DEVICE2, "device-4"]),
+    );
+}
+
+#[test]
+fn list_attributes_distinct_constraint_single_request_count_3_not_distinct() {
+    list_case(
+        "list-attributes-distinct-constraint-single-request-count-3-not-distinct",
+        lists_consumable(),
+        true,
+        string_attribute(),
+        3,
+        v1_v2_v1(),
+        Expect::NoFit,
+    );
+}
+
+#[test]
+fn list_attributes_distinct_constraint_single_request_count_3_all_distinct() {
+    list_case(
+        "list-attributes-distinct-constraint-single-request-count-3-all-distinct",
+        lists_consumable(),
+        true,
+        string_attribute(),
+        3,
+        v1_v2_v3(),
+        numbered(&[DEVICE1, DEVICE2, DEVICE3]),
+    );
+}
+
+#[test]
+fn list_attributes_distinct_constraint_backtrack_needs_remove() {
+    let dev = |d: &str, v: &[&str]| device(d).attrs(&[("stringAttribute", strings_attr(v))]);
+    Case {
+        features: lists_consumable(),
+        claims: vec![claim(
+            CLAIM0,
+            vec![distinct_attribute(&[REQ0, REQ1, REQ2], &string_attribute())],
+            vec![
+                request(REQ0, CLASS_A, 1),
+                request(REQ1, CLASS_A, 1),
+                request(REQ2, CLASS_A, 1),
+            ],
+        )],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: one_slice(vec![
+            dev(DEVICE1, &["value1", "value2", "value3"]),
+            dev(DEVICE2, &["value3", "value4", "value5"]),
+            dev(DEVICE3, &["value1", "value2"]),
+            dev("device-4", &["value3", "value4"]),
+            dev(DEVICE0, &["value5", "value6"]),
+        ]),
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![
+                res(REQ0, DRIVER_A, POOL1, DEVICE3, false),
+                res(REQ1, DRIVER_A, POOL1, "device-4", false),
+                res(REQ2, DRIVER_A, POOL1, DEVICE0, false),
+            ],
+        )]),
+        ..Default::default()
+    }
+    .run("list-attributes-distinct-constraint-backtrack-needs-remove");
+}
+
+#[test]
+fn list_attributes_match_constraint_backtrack_needs_intersection_restore() {
+    list_case(
+        "list-attributes-match-constraint-backtrack-needs-intersection-restore",
+        lists(),
+        false,
+        string_attribute(),
+        3,
+        string_devs(&[
+            strings_attr(&["value1", "value2"]),
+            strings_attr(&["value1"]),
+            strings_attr(&["value2"]),
+            strings_attr(&["value2"]),
+        ]),
+        numbered(&[DEVICE1, DEVICE3, "device-4"]),
+    );
+}
+
+/// KEP-6072's standardized NUMA attribute, published under its full name.
+const NUMA_NODE: &str = "resource.kubernetes.io/numaNode";
+
+fn numa_node_case(name: &str, first: &[i64], expect: Expect) {
+    list_case(
+        name,
+        lists(),
+        false,
+        NUMA_NODE.to_string(),
+        2,
+        vec![
+            device(DEVICE1).attrs(&[(NUMA_NODE, ints_attr(first))]),
+            device(DEVICE2).attrs(&[(NUMA_NODE, ints_attr(&[4, 5, 6, 7]))]),
+        ],
+        expect,
+    );
+}
+
+#[test]
+fn numanode_matchattribute_overlapping_lists_are_co_placed() {
+    numa_node_case(
+        "numanode-matchattribute-overlapping-lists-are-co-placed",
+        &[4],
+        numbered(&[DEVICE1, DEVICE2]),
+    );
+}
+
+#[test]
+fn numanode_matchattribute_disjoint_lists_are_not_allocated() {
+    numa_node_case(
+        "numanode-matchattribute-disjoint-lists-are-not-allocated",
+        &[0],
+        Expect::NoFit,
+    );
+}
