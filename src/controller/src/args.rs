@@ -1,0 +1,358 @@
+//! Flags of `dra-autoscaler run`. Every flag has a `DRA_AUTOSCALER_…`
+//! environment twin, which is how the Helm chart sets them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+use k8s_openapi::jiff::SignedDuration;
+
+/// A provider endpoint: `NAME=URL`, where NAME is what NodeGroups put in
+/// `spec.provider`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderEndpoint {
+    /// The provider's name.
+    pub name: String,
+    /// `http://host:port` or `https://host:port`.
+    pub url: String,
+}
+
+impl std::str::FromStr for ProviderEndpoint {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, url) = s.split_once('=').ok_or_else(|| {
+            format!("expected NAME=URL (e.g. fake=http://127.0.0.1:8086), got {s:?}")
+        })?;
+        if name.is_empty() {
+            return Err(format!("provider name missing in {s:?}"));
+        }
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!(
+                "provider {name:?}: URL must start with http:// or https://, got {url:?}"
+            ));
+        }
+        Ok(Self {
+            name: name.to_string(),
+            url: url.to_string(),
+        })
+    }
+}
+
+/// Flags of `run`.
+#[derive(Debug, Clone, Args)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct RunArgs {
+    /// Kubernetes version whose scheduler is modelled (1.34 to 1.37). Default:
+    /// the API server's own version.
+    #[arg(long, env = "DRA_AUTOSCALER_KUBERNETES_VERSION")]
+    pub kubernetes_version: Option<String>,
+
+    /// Feature gates on top of the version's defaults, as kube-scheduler takes
+    /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
+    /// them as your scheduler has them, or the plan and the scheduler disagree.
+    #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
+    pub feature_gates: String,
+
+    /// How often to plan even when no pod became unschedulable. Shorter reacts
+    /// faster to capacity freed elsewhere at the cost of CPU.
+    #[arg(long, env = "DRA_AUTOSCALER_SCAN_INTERVAL", default_value = "10s")]
+    pub scan_interval: SignedDuration,
+
+    /// Pods younger than this are left to the scheduler (which may still place
+    /// them); longer batches bursts of pods into fewer scale-ups.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_NEW_POD_SCALE_UP_DELAY",
+        default_value = "0s"
+    )]
+    pub new_pod_scale_up_delay: SignedDuration,
+
+    /// Pods with a priority below this never trigger a scale-up.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_EXPENDABLE_PODS_PRIORITY_CUTOFF",
+        default_value_t = -10,
+        allow_hyphen_values = true
+    )]
+    pub expendable_pods_priority_cutoff: i32,
+
+    /// Requested nodes that have not registered (or become Ready) after this
+    /// are given up on: the provider is asked to delete them and the group
+    /// backs off. GPU nodes can take long to boot; too short wastes them.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MAX_NODE_PROVISION_TIME",
+        default_value = "15m"
+    )]
+    pub max_node_provision_time: SignedDuration,
+
+    /// First backoff of a node group after a failed or timed-out scale-up;
+    /// it doubles with every further failure.
+    #[arg(long, env = "DRA_AUTOSCALER_INITIAL_BACKOFF", default_value = "5m")]
+    pub initial_backoff: SignedDuration,
+
+    /// Longest backoff of a node group.
+    #[arg(long, env = "DRA_AUTOSCALER_MAX_BACKOFF", default_value = "30m")]
+    pub max_backoff: SignedDuration,
+
+    /// How to choose between groups that can all take a gang: `least-cost`,
+    /// `priority` or `least-waste`.
+    #[arg(long, env = "DRA_AUTOSCALER_EXPANDER", default_value = "least-cost")]
+    pub expander: String,
+
+    /// A reservation that ends sooner than this is not used for new nodes.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MIN_RESERVATION_LEFT",
+        default_value = "1h"
+    )]
+    pub min_reservation_left: SignedDuration,
+
+    /// An identical Event (same object, reason and message) is published at
+    /// most once per this window.
+    #[arg(long, env = "DRA_AUTOSCALER_EVENT_DEDUP_WINDOW", default_value = "10m")]
+    pub event_dedup_window: SignedDuration,
+
+    /// Elect a leader with a Lease so several replicas can run with one active.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_LEADER_ELECT",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub leader_elect: bool,
+
+    /// Name of the leader-election Lease.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_LEASE_NAME",
+        default_value = "dra-autoscaler"
+    )]
+    pub lease_name: String,
+
+    /// Namespace of the Lease (the chart sets the pod's namespace).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_LEASE_NAMESPACE",
+        default_value = "kube-system"
+    )]
+    pub lease_namespace: String,
+
+    /// How long a lease stays valid after its last renewal; a standby takes
+    /// over this long after the leader dies.
+    #[arg(long, env = "DRA_AUTOSCALER_LEASE_DURATION", default_value = "15s")]
+    pub lease_duration: SignedDuration,
+
+    /// The leader steps down when it could not renew for this long; must be
+    /// shorter than the lease duration.
+    #[arg(long, env = "DRA_AUTOSCALER_RENEW_DEADLINE", default_value = "10s")]
+    pub renew_deadline: SignedDuration,
+
+    /// How often to try to acquire or renew the lease.
+    #[arg(long, env = "DRA_AUTOSCALER_RETRY_PERIOD", default_value = "2s")]
+    pub retry_period: SignedDuration,
+
+    /// This replica's identity in the Lease and in Events. Default: the host
+    /// name (the pod name in a cluster).
+    #[arg(long, env = "DRA_AUTOSCALER_IDENTITY")]
+    pub identity: Option<String>,
+
+    /// Address of the `/metrics`, `/healthz` and `/readyz` listener.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_LISTEN_ADDRESS",
+        default_value = "0.0.0.0:8080"
+    )]
+    pub listen_address: SocketAddr,
+
+    /// Provider endpoints, `NAME=URL`, comma-separated or repeated; NAME is a
+    /// NodeGroup's `spec.provider`.
+    #[arg(
+        long = "provider",
+        env = "DRA_AUTOSCALER_PROVIDERS",
+        value_delimiter = ','
+    )]
+    pub providers: Vec<ProviderEndpoint>,
+
+    /// CA bundle provider certificates must chain to; enables TLS.
+    #[arg(long, env = "DRA_AUTOSCALER_PROVIDER_CA_CERT")]
+    pub provider_ca_cert: Option<PathBuf>,
+
+    /// Client certificate for mutual TLS with providers.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_PROVIDER_CLIENT_CERT",
+        requires = "provider_client_key"
+    )]
+    pub provider_client_cert: Option<PathBuf>,
+
+    /// Client key for mutual TLS with providers.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_PROVIDER_CLIENT_KEY",
+        requires = "provider_client_cert"
+    )]
+    pub provider_client_key: Option<PathBuf>,
+
+    /// Name to verify provider certificates against, when it differs from the
+    /// endpoint host.
+    #[arg(long, env = "DRA_AUTOSCALER_PROVIDER_TLS_SERVER_NAME")]
+    pub provider_tls_server_name: Option<String>,
+
+    /// Deadline of one provider call.
+    #[arg(long, env = "DRA_AUTOSCALER_PROVIDER_TIMEOUT", default_value = "30s")]
+    pub provider_timeout: SignedDuration,
+
+    /// Plan, write status and publish Events, but send scale-ups to an
+    /// in-memory provider instead of a real one.
+    #[arg(long, env = "DRA_AUTOSCALER_DRY_RUN")]
+    pub dry_run: bool,
+}
+
+/// A flag value that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid --{flag}: {message}")]
+pub struct InvalidArg {
+    /// The flag.
+    pub flag: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl RunArgs {
+    /// Checks relations between flags that clap cannot.
+    ///
+    /// # Errors
+    /// The first inconsistent flag.
+    pub fn validate(&self) -> Result<(), InvalidArg> {
+        let positive = [
+            ("scan-interval", self.scan_interval),
+            ("max-node-provision-time", self.max_node_provision_time),
+            ("initial-backoff", self.initial_backoff),
+            ("lease-duration", self.lease_duration),
+            ("renew-deadline", self.renew_deadline),
+            ("retry-period", self.retry_period),
+            ("provider-timeout", self.provider_timeout),
+        ];
+        for (flag, value) in positive {
+            if !value.is_positive() {
+                return Err(InvalidArg {
+                    flag,
+                    message: format!("must be positive, got {value:#}"),
+                });
+            }
+        }
+        if self.new_pod_scale_up_delay.is_negative() {
+            return Err(InvalidArg {
+                flag: "new-pod-scale-up-delay",
+                message: "must not be negative".into(),
+            });
+        }
+        if self.max_backoff < self.initial_backoff {
+            return Err(InvalidArg {
+                flag: "max-backoff",
+                message: format!(
+                    "{:#} is shorter than --initial-backoff {:#}",
+                    self.max_backoff, self.initial_backoff
+                ),
+            });
+        }
+        if self.leader_elect && self.renew_deadline >= self.lease_duration {
+            return Err(InvalidArg {
+                flag: "renew-deadline",
+                message: format!(
+                    "{:#} must be shorter than --lease-duration {:#}, or two replicas could lead at once",
+                    self.renew_deadline, self.lease_duration
+                ),
+            });
+        }
+        if self.leader_elect && self.retry_period >= self.renew_deadline {
+            return Err(InvalidArg {
+                flag: "retry-period",
+                message: format!(
+                    "{:#} must be shorter than --renew-deadline {:#}",
+                    self.retry_period, self.renew_deadline
+                ),
+            });
+        }
+        self.expander
+            .parse::<dra_plan::Expander>()
+            .map_err(|message| InvalidArg {
+                flag: "expander",
+                message,
+            })?;
+        if !self.dry_run && self.providers.is_empty() {
+            return Err(InvalidArg {
+                flag: "provider",
+                message: "no provider endpoint given (NAME=URL); use --dry-run to run without one"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<RunArgs, clap::Error> {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map(|c| c.run)
+    }
+
+    #[test]
+    fn defaults_match_cluster_autoscaler_where_it_has_one() {
+        let args = parse(&["--provider", "fake=http://127.0.0.1:8086"]).unwrap();
+        assert_eq!(args.max_node_provision_time, SignedDuration::from_mins(15));
+        assert_eq!(args.expendable_pods_priority_cutoff, -10);
+        assert_eq!(args.scan_interval, SignedDuration::from_secs(10));
+        assert!(args.leader_elect);
+        assert_eq!(
+            args.providers,
+            vec![ProviderEndpoint {
+                name: "fake".into(),
+                url: "http://127.0.0.1:8086".into()
+            }]
+        );
+        assert_eq!(args.validate(), Ok(()));
+    }
+
+    #[test]
+    fn providers_split_on_commas_and_negative_cutoff_parses() {
+        let args = parse(&[
+            "--provider",
+            "a=http://a:1,b=https://b:2",
+            "--expendable-pods-priority-cutoff",
+            "-100",
+            "--leader-elect",
+            "false",
+        ])
+        .unwrap();
+        assert_eq!(args.providers.len(), 2);
+        assert_eq!(args.expendable_pods_priority_cutoff, -100);
+        assert!(!args.leader_elect);
+    }
+
+    #[test]
+    fn inconsistent_flags_are_refused_by_name() {
+        let bad_url = parse(&["--provider", "fake=127.0.0.1:8086"]).unwrap_err();
+        assert!(bad_url.to_string().contains("http://"), "{bad_url}");
+        let args = parse(&["--dry-run", "--renew-deadline", "20s"]).unwrap();
+        assert_eq!(args.validate().unwrap_err().flag, "renew-deadline");
+        let args = parse(&["--dry-run", "--expander", "cheapest"]).unwrap();
+        assert_eq!(args.validate().unwrap_err().flag, "expander");
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.validate().unwrap_err().flag, "provider");
+    }
+}

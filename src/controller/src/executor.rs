@@ -1,0 +1,167 @@
+//! The provider calls the controller makes, behind one small trait.
+//!
+//! [`ScaleExecutor`] is what the scale-up step needs from a cloud provider:
+//! grow a group (all-or-nothing with a minimum for gangs, plain otherwise) and
+//! give up on machines that never registered. The gRPC adapter implements it
+//! over the externalgrpc + NodeGroupExtensions services; [`memory`] is an
+//! in-memory provider for tests and dry runs.
+//!
+//! Errors carry cluster-autoscaler's closed categories so the caller can tell
+//! "try another group / back off" from "the request may have gone through".
+
+use futures::future::BoxFuture;
+
+use dra_api::ScaleUpOutcome;
+
+pub mod grpc;
+pub mod memory;
+
+/// Which provider group a NodeGroup maps to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupRef {
+    /// The NodeGroup's name.
+    pub name: String,
+    /// `spec.provider`: which provider endpoint serves it.
+    pub provider: String,
+    /// `spec.providerID`: the provider's id of the group.
+    pub provider_id: String,
+}
+
+/// One request to grow a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncreaseRequest {
+    /// The group.
+    pub group: GroupRef,
+    /// Machines wanted.
+    pub count: usize,
+    /// `Some(min)`: start at least `min` together or none (a gang); `None`: a
+    /// plain increase of `count`.
+    pub atomic_min: Option<usize>,
+    /// Idempotency token, also the prefix of the placeholder entries in the
+    /// NodeGroup status: a retried request with it must not start machines twice.
+    pub request_id: String,
+}
+
+/// What a successful increase started.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Increased {
+    /// Machines started (`count` for a plain increase).
+    pub started: usize,
+    /// The provider's instance ids, when it tells them.
+    pub instance_ids: Vec<String>,
+}
+
+/// How a provider call failed, in cluster-autoscaler's closed classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCategory {
+    /// The call may not have reached the provider, or may have been applied:
+    /// timeouts, unavailability. Never assume nothing happened.
+    Transient,
+    /// The provider has no capacity for the machines.
+    OutOfCapacity,
+    /// A quota or limit refused the request.
+    Quota,
+    /// The provider does not implement the call.
+    NotImplemented,
+    /// The controller or provider is misconfigured (unknown group, bad TLS, ...).
+    Config,
+    /// Anything else; the provider refused and started nothing.
+    Other,
+}
+
+impl ErrorCategory {
+    /// A bounded label for metrics.
+    #[must_use]
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Self::Transient => "transient",
+            Self::OutOfCapacity => "out_of_capacity",
+            Self::Quota => "quota",
+            Self::NotImplemented => "not_implemented",
+            Self::Config => "config",
+            Self::Other => "other",
+        }
+    }
+
+    /// The outcome recorded in `status.lastScaleUp`.
+    #[must_use]
+    pub fn outcome(self) -> ScaleUpOutcome {
+        match self {
+            Self::OutOfCapacity => ScaleUpOutcome::OutOfCapacity,
+            Self::Quota => ScaleUpOutcome::QuotaExceeded,
+            _ => ScaleUpOutcome::Failed,
+        }
+    }
+
+    /// The reason on the `Backoff` condition and in Events.
+    #[must_use]
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::Transient => "ProviderUnavailable",
+            Self::OutOfCapacity => "OutOfCapacity",
+            Self::Quota => "QuotaExceeded",
+            Self::NotImplemented => "NotImplemented",
+            Self::Config => "ProviderConfigError",
+            Self::Other => "ProviderError",
+        }
+    }
+}
+
+/// A failed provider call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unable to {operation} node group {node_group:?} through provider {provider:?} ({}): {message}", category.metric_label())]
+pub struct ScaleError {
+    /// The provider name.
+    pub provider: String,
+    /// The NodeGroup.
+    pub node_group: String,
+    /// What was attempted (`increase`, `atomically increase`, `delete unregistered nodes of`).
+    pub operation: &'static str,
+    /// The class of failure.
+    pub category: ErrorCategory,
+    /// The provider's message.
+    pub message: String,
+}
+
+impl ScaleError {
+    /// A failure of `operation` on `group`.
+    #[must_use]
+    pub fn new(
+        group: &GroupRef,
+        operation: &'static str,
+        category: ErrorCategory,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            provider: group.provider.clone(),
+            node_group: group.name.clone(),
+            operation,
+            category,
+            message: message.into(),
+        }
+    }
+}
+
+/// The provider calls of the scale-up step.
+///
+/// Implementations must be safe to call from several tasks. Each method's
+/// contract:
+pub trait ScaleExecutor: Send + Sync {
+    /// Required. Grows the group. With `atomic_min`, starts between `min` and
+    /// `count` machines together or none (rolling back a partial start); if the
+    /// provider cannot do that it must fail with
+    /// [`ErrorCategory::NotImplemented`] rather than start a partial gang.
+    fn increase<'a>(
+        &'a self,
+        request: &'a IncreaseRequest,
+    ) -> BoxFuture<'a, Result<Increased, ScaleError>>;
+
+    /// Required. Gives up on `count` machines of the group that were asked for
+    /// and never registered (`names` are our placeholder or instance names):
+    /// the provider lowers its target and deletes whatever it started for them.
+    fn delete_unregistered<'a>(
+        &'a self,
+        group: &'a GroupRef,
+        names: &'a [String],
+    ) -> BoxFuture<'a, Result<(), ScaleError>>;
+}

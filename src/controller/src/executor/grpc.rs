@@ -1,0 +1,129 @@
+//! [`ScaleExecutor`] over the provider gRPC client (`dra-provider`): one
+//! client per provider name, chosen by the NodeGroup's `spec.provider`.
+
+use std::collections::BTreeMap;
+
+use dra_provider::model::AtomicIncrease;
+use dra_provider::{ClientError, ProviderClient};
+use futures::future::BoxFuture;
+
+use super::{ErrorCategory, GroupRef, IncreaseRequest, Increased, ScaleError, ScaleExecutor};
+
+/// See the module docs.
+#[derive(Debug, Default)]
+pub struct GrpcExecutor {
+    clients: BTreeMap<String, ProviderClient>,
+}
+
+fn category(error: &ClientError) -> ErrorCategory {
+    match error.category() {
+        dra_provider::ErrorCategory::Transient => ErrorCategory::Transient,
+        dra_provider::ErrorCategory::OutOfCapacity => ErrorCategory::OutOfCapacity,
+        dra_provider::ErrorCategory::Quota => ErrorCategory::Quota,
+        dra_provider::ErrorCategory::NotImplemented => ErrorCategory::NotImplemented,
+        dra_provider::ErrorCategory::Config => ErrorCategory::Config,
+        dra_provider::ErrorCategory::Rejected => ErrorCategory::Other,
+    }
+}
+
+fn count_i32(group: &GroupRef, operation: &'static str, n: usize) -> Result<i32, ScaleError> {
+    i32::try_from(n).map_err(|_| {
+        ScaleError::new(
+            group,
+            operation,
+            ErrorCategory::Other,
+            format!("count {n} is too large"),
+        )
+    })
+}
+
+impl GrpcExecutor {
+    /// An executor with the given clients, keyed by provider name.
+    #[must_use]
+    pub fn new(clients: BTreeMap<String, ProviderClient>) -> Self {
+        Self { clients }
+    }
+
+    fn client(
+        &self,
+        group: &GroupRef,
+        operation: &'static str,
+    ) -> Result<&ProviderClient, ScaleError> {
+        self.clients.get(&group.provider).ok_or_else(|| {
+            ScaleError::new(
+                group,
+                operation,
+                ErrorCategory::Config,
+                format!(
+                    "no endpoint for provider {:?} (spec.provider); configured: {}",
+                    group.provider,
+                    self.clients.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })
+    }
+
+    async fn do_increase(&self, request: &IncreaseRequest) -> Result<Increased, ScaleError> {
+        let group = &request.group;
+        match request.atomic_min {
+            Some(min) => {
+                let op = "atomically increase";
+                let client = self.client(group, op)?;
+                let ids = client
+                    .atomic_increase_size(&AtomicIncrease {
+                        id: group.provider_id.clone(),
+                        count: count_i32(group, op, request.count)?,
+                        min_count: count_i32(group, op, min)?,
+                        request_id: request.request_id.clone(),
+                    })
+                    .await
+                    .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))?;
+                Ok(Increased {
+                    started: ids.len(),
+                    instance_ids: ids,
+                })
+            }
+            None => {
+                let op = "increase";
+                let client = self.client(group, op)?;
+                client
+                    .increase_size(&group.provider_id, count_i32(group, op, request.count)?)
+                    .await
+                    .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))?;
+                Ok(Increased {
+                    started: request.count,
+                    instance_ids: Vec::new(),
+                })
+            }
+        }
+    }
+
+    async fn do_delete(&self, group: &GroupRef, names: &[String]) -> Result<(), ScaleError> {
+        let op = "delete unregistered nodes of";
+        let client = self.client(group, op)?;
+        // externalgrpc's DecreaseTargetSize is exactly "forget machines that
+        // never registered"; the delta is negative.
+        let delta = -count_i32(group, op, names.len())?;
+        client
+            .decrease_target_size(&group.provider_id, delta)
+            .await
+            .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))
+    }
+}
+
+impl ScaleExecutor for GrpcExecutor {
+    fn increase<'a>(
+        &'a self,
+        request: &'a IncreaseRequest,
+    ) -> BoxFuture<'a, Result<Increased, ScaleError>> {
+        Box::pin(self.do_increase(request))
+    }
+
+    fn delete_unregistered<'a>(
+        &'a self,
+        group: &'a GroupRef,
+        names: &'a [String],
+    ) -> BoxFuture<'a, Result<(), ScaleError>> {
+        Box::pin(self.do_delete(group, names))
+    }
+}

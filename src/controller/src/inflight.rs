@@ -1,0 +1,213 @@
+//! In-flight capacity: nodes a group was asked for that have not registered.
+//!
+//! The record lives in the NodeGroup status, never only in memory, so a
+//! restarted controller or a new leader sees what was asked for and does not
+//! ask again. `status.upcomingNodes` is the authority: one entry per machine
+//! requested, written *before* the provider is called; `targetSize` is the size
+//! the provider was asked to reach. Each loop reconciles the record against the
+//! Nodes that registered:
+//!
+//! - an entry whose name is a registered Node of the group is done;
+//! - registered nodes that match no entry by name still account for entries:
+//!   when `targetSize - registered` drops below the number of entries, the
+//!   oldest entries are done (providers do not always know node names up front);
+//! - an entry older than the max provision time has timed out: the caller asks
+//!   the provider to delete it and backs the group off.
+//!
+//! Nodes that registered but are not Ready yet are not upcoming here; the
+//! snapshot builder lets them stand in as their group's template instead.
+
+use std::collections::BTreeSet;
+
+use dra_api::{NodeGroupSpec, NodeGroupStatus, UpcomingNode};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// The outcome of reconciling one group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reconciled {
+    /// The status to write (unchanged fields copied).
+    pub status: NodeGroupStatus,
+    /// Entries that timed out in this pass, oldest first.
+    pub timed_out: Vec<UpcomingNode>,
+    /// Entries that registered in this pass.
+    pub registered: usize,
+}
+
+/// Reconciles `status` with the group's registered nodes at `now`.
+#[must_use]
+pub fn reconcile(
+    status: &NodeGroupStatus,
+    registered_nodes: &BTreeSet<String>,
+    now: Timestamp,
+    max_provision_time: SignedDuration,
+) -> Reconciled {
+    let registered = registered_nodes.len();
+    let mut entries: Vec<UpcomingNode> = status.upcoming_nodes.clone();
+    entries.sort_by(|a, b| {
+        a.requested_at
+            .0
+            .cmp(&b.requested_at.0)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let before = entries.len();
+    entries.retain(|e| !registered_nodes.contains(&e.name));
+
+    // Registered nodes the entries do not name: the provider's names differ
+    // from our placeholders. The target tells how many are still missing.
+    let target = usize::try_from(status.target_size.max(0)).unwrap_or(0);
+    let missing = target.saturating_sub(registered);
+    if entries.len() > missing {
+        let done = entries.len() - missing;
+        entries.drain(..done);
+    }
+    let registered_now = before - entries.len();
+
+    let (timed_out, waiting): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| {
+        e.requested_at
+            .0
+            .checked_add(max_provision_time)
+            .is_ok_and(|deadline| deadline <= now)
+    });
+
+    let mut status = status.clone();
+    status.current_size = i32::try_from(registered).unwrap_or(i32::MAX);
+    status.upcoming_size = i32::try_from(waiting.len()).unwrap_or(i32::MAX);
+    status.target_size = i32::try_from(registered + waiting.len()).unwrap_or(i32::MAX);
+    status.upcoming_nodes = waiting;
+    Reconciled {
+        status,
+        timed_out,
+        registered: registered_now,
+    }
+}
+
+/// Free slots of a reservation, shared by every group it backs:
+/// `total - Σ(current + upcoming)` over those groups, never below 0.
+#[must_use]
+pub fn reserved_left<'a>(
+    spec: &NodeGroupSpec,
+    all: impl IntoIterator<Item = (&'a NodeGroupSpec, &'a NodeGroupStatus)>,
+) -> Option<i32> {
+    let reservation = spec.reservation.as_ref()?;
+    let used: i64 = all
+        .into_iter()
+        .filter(|(s, _)| {
+            s.reservation
+                .as_ref()
+                .is_some_and(|r| r.id == reservation.id)
+        })
+        .map(|(_, st)| i64::from(st.current_size.max(0)) + i64::from(st.upcoming_size.max(0)))
+        .sum();
+    Some(i32::try_from((i64::from(reservation.total) - used).max(0)).unwrap_or(0))
+}
+
+/// Placeholder entries for a request of `count` machines, written before the
+/// provider is called. The names embed the request id so they are unique and
+/// a log line can tie a node back to the request.
+#[must_use]
+pub fn placeholders(request_id: &str, count: usize, now: Timestamp) -> Vec<UpcomingNode> {
+    (0..count)
+        .map(|i| UpcomingNode {
+            name: format!("{request_id}-{i}"),
+            requested_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{ago, now};
+
+    fn entry(name: &str, age: i64) -> UpcomingNode {
+        UpcomingNode {
+            name: name.into(),
+            requested_at: ago(age),
+        }
+    }
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    const MAX: SignedDuration = SignedDuration::from_mins(15);
+
+    #[test]
+    fn nothing_registered_keeps_every_entry_upcoming() {
+        // One node was there when three more were asked for.
+        let status = NodeGroupStatus {
+            target_size: 4,
+            upcoming_nodes: vec![entry("a", 60), entry("b", 60), entry("c", 60)],
+            ..Default::default()
+        };
+        let r = reconcile(&status, &names(&["old"]), now(), MAX);
+        assert_eq!(r.status.upcoming_size, 3);
+        assert_eq!(r.status.current_size, 1);
+        assert_eq!(r.status.target_size, 4);
+        assert!(r.timed_out.is_empty());
+    }
+
+    #[test]
+    fn node_registering_under_its_entry_name_completes_it() {
+        let status = NodeGroupStatus {
+            target_size: 2,
+            upcoming_nodes: vec![entry("a", 60), entry("b", 30)],
+            ..Default::default()
+        };
+        let r = reconcile(&status, &names(&["b"]), now(), MAX);
+        assert_eq!(r.status.upcoming_nodes, vec![entry("a", 60)]);
+        assert_eq!(r.status.upcoming_size, 1);
+        assert_eq!(r.registered, 1);
+    }
+
+    #[test]
+    fn node_with_another_name_completes_the_oldest_entry() {
+        let status = NodeGroupStatus {
+            current_size: 1,
+            target_size: 3,
+            upcoming_nodes: vec![entry("req-1", 30), entry("req-0", 60)],
+            ..Default::default()
+        };
+        let r = reconcile(&status, &names(&["seed", "i-0abc"]), now(), MAX);
+        assert_eq!(r.status.upcoming_nodes, vec![entry("req-1", 30)]);
+        assert_eq!(r.status.target_size, 3);
+        // Reconciling again changes nothing: the same node is not counted twice.
+        let again = reconcile(&r.status, &names(&["seed", "i-0abc"]), now(), MAX);
+        assert_eq!(again.status, r.status);
+    }
+
+    #[test]
+    fn entries_past_the_max_provision_time_time_out() {
+        let status = NodeGroupStatus {
+            target_size: 2,
+            upcoming_nodes: vec![entry("slow", 16 * 60), entry("fresh", 60)],
+            ..Default::default()
+        };
+        let r = reconcile(&status, &BTreeSet::new(), now(), MAX);
+        assert_eq!(r.timed_out, vec![entry("slow", 16 * 60)]);
+        assert_eq!(r.status.upcoming_nodes, vec![entry("fresh", 60)]);
+        assert_eq!(r.status.target_size, 1);
+    }
+
+    #[test]
+    fn reservation_slots_are_shared_between_groups() {
+        let mut a = crate::test_support::node_group("a", 10).spec;
+        a.capacity_type = dra_api::CapacityType::Reserved;
+        a.reservation = Some(dra_api::Reservation {
+            id: "cr-1".into(),
+            total: 8,
+            end_time: None,
+        });
+        let b = a.clone();
+        let on_demand = crate::test_support::node_group("c", 10).spec;
+        let st = |current, upcoming| NodeGroupStatus {
+            current_size: current,
+            upcoming_size: upcoming,
+            ..Default::default()
+        };
+        let (sa, sb, sc) = (st(2, 1), st(3, 0), st(50, 0));
+        let all = [(&a, &sa), (&b, &sb), (&on_demand, &sc)];
+        assert_eq!(reserved_left(&a, all), Some(2));
+        assert_eq!(reserved_left(&on_demand, all), None);
+    }
+}

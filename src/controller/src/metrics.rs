@@ -1,0 +1,244 @@
+//! Prometheus metrics, all under `dra_autoscaler_`. Labels are bounded: node
+//! group names (operator-defined, few), capacity types and error categories.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Labels of per-group scale-up counters.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScaleUpLabels {
+    /// The NodeGroup.
+    pub node_group: String,
+    /// `reserved`, `on-demand` or `spot`.
+    pub capacity_type: String,
+}
+
+/// Labels of failure counters.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FailureLabels {
+    /// The NodeGroup.
+    pub node_group: String,
+    /// A bounded reason (`out_of_capacity`, `quota`, `timeout`, ...).
+    pub reason: String,
+}
+
+/// Labels of per-group gauges.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GroupLabels {
+    /// The NodeGroup.
+    pub node_group: String,
+}
+
+/// Every metric the controller exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Pending pods planned for in the last loop.
+    pub unschedulable_pods: Gauge,
+    /// Pending gangs (of more than one pod) in the last loop.
+    pub unschedulable_gangs: Gauge,
+    /// Pending gangs that could not land in the last loop.
+    pub waiting_gangs: Gauge,
+    /// Successful scale-up requests.
+    pub scale_ups: Family<ScaleUpLabels, Counter>,
+    /// Nodes requested by successful scale-ups.
+    pub nodes_added: Family<ScaleUpLabels, Counter>,
+    /// Failed scale-ups and timed-out nodes.
+    pub failed_scale_ups: Family<FailureLabels, Counter>,
+    /// Time of a whole loop.
+    pub loop_duration: Histogram,
+    /// Time of the planner alone.
+    pub plan_duration: Histogram,
+    /// Nodes requested and not registered, per group.
+    pub upcoming_nodes: Family<GroupLabels, Gauge>,
+    /// Nodes of reserved groups that count against their reservation.
+    pub reservation_used: Family<GroupLabels, Gauge>,
+    /// Free reservation slots, per reserved group.
+    pub reservation_left: Family<GroupLabels, Gauge>,
+    /// 1 while this replica holds the lease.
+    pub leader: Gauge,
+    /// Unix time of the last finished loop.
+    pub last_loop_timestamp: Gauge,
+    /// Loops that failed before finishing.
+    pub loop_errors: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    #[must_use]
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("dra_autoscaler");
+        let unschedulable_pods = Gauge::default();
+        let unschedulable_gangs = Gauge::default();
+        let waiting_gangs = Gauge::default();
+        let scale_ups = Family::default();
+        let nodes_added = Family::default();
+        let failed_scale_ups = Family::default();
+        let loop_duration = Histogram::new(exponential_buckets(0.01, 2.0, 14));
+        let plan_duration = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        let upcoming_nodes = Family::default();
+        let reservation_used = Family::default();
+        let reservation_left = Family::default();
+        let leader = Gauge::default();
+        let last_loop_timestamp = Gauge::default();
+        let loop_errors = Counter::default();
+        registry.register(
+            "unschedulable_pods",
+            "Pending pods the last loop planned for",
+            unschedulable_pods.clone(),
+        );
+        registry.register(
+            "unschedulable_gangs",
+            "Pending gangs of more than one pod in the last loop",
+            unschedulable_gangs.clone(),
+        );
+        registry.register(
+            "waiting_gangs",
+            "Pending gangs no node group could land in the last loop",
+            waiting_gangs.clone(),
+        );
+        registry.register(
+            "scale_ups",
+            "Successful scale-up requests",
+            scale_ups.clone(),
+        );
+        registry.register(
+            "nodes_added",
+            "Nodes requested by successful scale-ups",
+            nodes_added.clone(),
+        );
+        registry.register(
+            "failed_scale_ups",
+            "Failed scale-up requests and timed-out nodes, by reason",
+            failed_scale_ups.clone(),
+        );
+        registry.register(
+            "loop_duration_seconds",
+            "Duration of one autoscaling loop",
+            loop_duration.clone(),
+        );
+        registry.register(
+            "plan_duration_seconds",
+            "Duration of the planner in one loop",
+            plan_duration.clone(),
+        );
+        registry.register(
+            "upcoming_nodes",
+            "Nodes requested and not registered yet",
+            upcoming_nodes.clone(),
+        );
+        registry.register(
+            "reservation_used_nodes",
+            "Nodes of a reserved group counted against its reservation",
+            reservation_used.clone(),
+        );
+        registry.register(
+            "reservation_left_nodes",
+            "Free slots in the reservation behind a reserved group",
+            reservation_left.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader lease",
+            leader.clone(),
+        );
+        registry.register(
+            "last_loop_timestamp_seconds",
+            "Unix time the last loop finished",
+            last_loop_timestamp.clone(),
+        );
+        registry.register(
+            "loop_errors",
+            "Loops that failed before finishing",
+            loop_errors.clone(),
+        );
+        Self {
+            registry,
+            unschedulable_pods,
+            unschedulable_gangs,
+            waiting_gangs,
+            scale_ups,
+            nodes_added,
+            failed_scale_ups,
+            loop_duration,
+            plan_duration,
+            upcoming_nodes,
+            reservation_used,
+            reservation_left,
+            leader,
+            last_loop_timestamp,
+            loop_errors,
+        }
+    }
+
+    /// The OpenMetrics text exposition.
+    #[must_use]
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Counts one scale-up of `count` nodes.
+    pub fn record_scale_up(&self, node_group: &str, capacity_type: &str, count: usize) {
+        let labels = ScaleUpLabels {
+            node_group: node_group.to_string(),
+            capacity_type: capacity_type.to_string(),
+        };
+        self.scale_ups.get_or_create(&labels).inc();
+        self.nodes_added
+            .get_or_create(&labels)
+            .inc_by(u64::try_from(count).unwrap_or(u64::MAX));
+    }
+
+    /// Counts one failure.
+    pub fn record_failure(&self, node_group: &str, reason: &str) {
+        self.failed_scale_ups
+            .get_or_create(&FailureLabels {
+                node_group: node_group.to_string(),
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_names_carry_the_prefix_and_labels() {
+        let m = Metrics::new();
+        m.record_scale_up("gpu", "reserved", 4);
+        m.record_failure("gpu", "out_of_capacity");
+        m.upcoming_nodes
+            .get_or_create(&GroupLabels {
+                node_group: "gpu".into(),
+            })
+            .set(4);
+        m.loop_duration.observe(0.2);
+        let text = m.encode();
+        for line in [
+            "dra_autoscaler_scale_ups_total{node_group=\"gpu\",capacity_type=\"reserved\"} 1",
+            "dra_autoscaler_nodes_added_total{node_group=\"gpu\",capacity_type=\"reserved\"} 4",
+            "dra_autoscaler_failed_scale_ups_total{node_group=\"gpu\",reason=\"out_of_capacity\"} 1",
+            "dra_autoscaler_upcoming_nodes{node_group=\"gpu\"} 4",
+            "dra_autoscaler_loop_duration_seconds_count 1",
+            "# TYPE dra_autoscaler_plan_duration_seconds histogram",
+            "# TYPE dra_autoscaler_unschedulable_pods gauge",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+}

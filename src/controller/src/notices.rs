@@ -1,0 +1,344 @@
+//! What to tell whom after a loop: the plan and the scale-up outcomes turned
+//! into Events on pods and PodGroups. Pure; the caller publishes them.
+
+use std::collections::BTreeMap;
+
+use dra_plan::report::{GangOutcome, PlanReport};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kube::Resource;
+
+use crate::events::{NOT_TRIGGER_SCALE_UP, Notice, TRIGGERED_SCALE_UP};
+use crate::snapshot::GangObject;
+
+/// How the scale-up of one group ended in this loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupOutcome {
+    /// The provider started nodes: `from → to` of `max`, bought as `capacity_type`.
+    Started {
+        /// Size before.
+        from: usize,
+        /// Size after.
+        to: usize,
+        /// `spec.maxSize`.
+        max: usize,
+        /// `reserved`, `on-demand` or `spot`.
+        capacity_type: String,
+    },
+    /// The provider failed, or the request was not sent; the message says why.
+    Failed(String),
+}
+
+/// References to the objects events are attached to.
+#[derive(Debug, Clone, Default)]
+pub struct Refs {
+    pods: BTreeMap<String, ObjectReference>,
+    gangs: BTreeMap<(String, String), ObjectReference>,
+}
+
+/// `(API group, kind)` of the object each gang API label stands for.
+fn gang_object_kinds(api: &str) -> &'static [(&'static str, &'static str)] {
+    match api {
+        "pod-group" => &[("scheduling.k8s.io", "PodGroup")],
+        "workload" => &[("scheduling.k8s.io", "Workload")],
+        "coscheduling" => &[
+            ("scheduling.x-k8s.io", "PodGroup"),
+            ("scheduling.sigs.k8s.io", "PodGroup"),
+        ],
+        "volcano" => &[("scheduling.volcano.sh", "PodGroup")],
+        _ => &[],
+    }
+}
+
+impl Refs {
+    /// Indexes pods and gang objects by `namespace/name`.
+    pub fn new<'a>(pods: impl IntoIterator<Item = &'a Pod>, gangs: &[GangObject]) -> Self {
+        let mut refs = Self::default();
+        for pod in pods {
+            let key = format!(
+                "{}/{}",
+                pod.metadata.namespace.as_deref().unwrap_or("default"),
+                pod.metadata.name.as_deref().unwrap_or_default()
+            );
+            refs.pods.insert(key, pod.object_ref(&()));
+        }
+        for gang in gangs {
+            let group = gang.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let meta = &gang.object.metadata;
+            let key = format!(
+                "{}/{}",
+                meta.namespace.as_deref().unwrap_or("default"),
+                meta.name.as_deref().unwrap_or_default()
+            );
+            let reference = ObjectReference {
+                api_version: Some(gang.api_version.clone()),
+                kind: Some(gang.kind.clone()),
+                name: meta.name.clone(),
+                namespace: meta.namespace.clone(),
+                uid: meta.uid.clone(),
+                resource_version: meta.resource_version.clone(),
+                field_path: None,
+            };
+            refs.gangs
+                .insert((format!("{group}#{}", gang.kind), key), reference);
+        }
+        refs
+    }
+
+    fn gang(&self, api: &str, pod_group: &str) -> Option<&ObjectReference> {
+        // A 1.35 Workload gang is `ns/workload/podGroup`; the object is the Workload.
+        let mut parts = pod_group.splitn(3, '/');
+        let key = match (parts.next(), parts.next()) {
+            (Some(ns), Some(name)) => format!("{ns}/{name}"),
+            _ => return None,
+        };
+        gang_object_kinds(api)
+            .iter()
+            .find_map(|(group, kind)| self.gangs.get(&(format!("{group}#{kind}"), key.clone())))
+    }
+}
+
+/// Events for every pending gang of the plan: `TriggeredScaleUp` when a group
+/// started nodes for it, `NotTriggerScaleUp` when it waits or its scale-up
+/// failed; nothing when it fits on existing or upcoming capacity.
+/// `held_back` explains groups left out of planning (backoff).
+#[must_use]
+pub fn for_plan(
+    report: &PlanReport,
+    outcomes: &BTreeMap<String, GroupOutcome>,
+    held_back: &[String],
+    refs: &Refs,
+) -> Vec<Notice> {
+    let mut notices = Vec::new();
+    for gang in &report.pod_groups {
+        let groups: Vec<&str> = report
+            .scale_ups
+            .iter()
+            .filter(|s| s.pod_groups.contains(&gang.pod_group))
+            .map(|s| s.node_group.as_str())
+            .collect();
+        let (warning, reason, note) = match gang.outcome {
+            GangOutcome::Lands if groups.is_empty() => continue,
+            // A scale-up not attempted this loop (its status write lost a
+            // race) is retried next loop; say nothing until then.
+            GangOutcome::Lands if groups.iter().any(|g| !outcomes.contains_key(*g)) => continue,
+            GangOutcome::Lands => {
+                let failed: Vec<String> = groups
+                    .iter()
+                    .filter_map(|g| match outcomes.get(*g) {
+                        Some(GroupOutcome::Failed(why)) => Some(format!("{g}: {why}")),
+                        Some(GroupOutcome::Started { .. }) | None => None,
+                    })
+                    .collect();
+                if failed.is_empty() {
+                    let parts: Vec<String> = groups
+                        .iter()
+                        .filter_map(|g| match outcomes.get(*g) {
+                            Some(GroupOutcome::Started {
+                                from,
+                                to,
+                                max,
+                                capacity_type,
+                            }) => Some(format!(
+                                "{{{g} {from}->{to} (max: {max}), {capacity_type}}}"
+                            )),
+                            _ => None,
+                        })
+                        .collect();
+                    (
+                        false,
+                        TRIGGERED_SCALE_UP,
+                        format!("pod triggered scale-up: [{}]", parts.join(" ")),
+                    )
+                } else {
+                    (
+                        true,
+                        NOT_TRIGGER_SCALE_UP,
+                        format!(
+                            "pod didn't trigger scale-up: scale-up failed: {}",
+                            failed.join("; ")
+                        ),
+                    )
+                }
+            }
+            GangOutcome::Waits => {
+                let mut reasons = gang.reasons.clone();
+                reasons.extend(held_back.iter().cloned());
+                if reasons.is_empty() {
+                    reasons.push("no node group can run it".into());
+                }
+                (
+                    false,
+                    NOT_TRIGGER_SCALE_UP,
+                    format!("pod didn't trigger scale-up: {}", reasons.join("; ")),
+                )
+            }
+        };
+        let action = if reason == TRIGGERED_SCALE_UP {
+            "ScaleUp"
+        } else {
+            "Plan"
+        };
+        let mut targets: Vec<&ObjectReference> = gang
+            .members
+            .iter()
+            .filter_map(|m| refs.pods.get(m))
+            .collect();
+        if let Some(r) = refs.gang(&gang.api, &gang.pod_group) {
+            targets.push(r);
+        }
+        for regarding in targets {
+            notices.push(Notice {
+                regarding: regarding.clone(),
+                warning,
+                reason,
+                action,
+                note: note.clone(),
+            });
+        }
+    }
+    notices
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use dra_plan::report::{PodGroupReport, ScaleUp};
+    use kube::api::DynamicObject;
+
+    use super::*;
+    use crate::test_support::pending_pod;
+
+    fn gang_report(outcome: GangOutcome, reasons: &[&str]) -> PodGroupReport {
+        PodGroupReport {
+            pod_group: "default/train".into(),
+            api: "coscheduling".into(),
+            outcome,
+            min_count: 2,
+            members: vec!["default/a".into(), "default/b".into()],
+            reasons: reasons.iter().map(|r| (*r).to_string()).collect(),
+        }
+    }
+
+    fn refs() -> Refs {
+        let pods = [pending_pod("a", "1", 60), pending_pod("b", "1", 60)];
+        let group: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "default", "uid": "pg-uid"}
+        }))
+        .unwrap();
+        Refs::new(
+            pods.iter(),
+            &[GangObject {
+                api_version: "scheduling.x-k8s.io/v1alpha1".into(),
+                kind: "PodGroup".into(),
+                object: Arc::new(group),
+            }],
+        )
+    }
+
+    fn scale_up() -> ScaleUp {
+        ScaleUp {
+            node_group: "gpu".into(),
+            count: 2,
+            pod_groups: vec!["default/train".into()],
+            capacity_type: "on-demand".into(),
+            price_per_hour: 2.0,
+            min_count: 2,
+        }
+    }
+
+    #[test]
+    fn started_gang_gets_triggered_on_every_member_and_its_pod_group() {
+        let report = PlanReport {
+            scale_ups: vec![scale_up()],
+            pod_groups: vec![gang_report(GangOutcome::Lands, &[])],
+            ..Default::default()
+        };
+        let outcomes = [(
+            "gpu".to_string(),
+            GroupOutcome::Started {
+                from: 0,
+                to: 2,
+                max: 8,
+                capacity_type: "on-demand".into(),
+            },
+        )]
+        .into();
+        let notices = for_plan(&report, &outcomes, &[], &refs());
+        let targets: Vec<_> = notices
+            .iter()
+            .map(|n| {
+                (
+                    n.regarding.kind.clone().unwrap(),
+                    n.regarding.name.clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            targets,
+            vec![
+                ("Pod".into(), "a".into()),
+                ("Pod".into(), "b".into()),
+                ("PodGroup".into(), "train".into())
+            ]
+        );
+        assert!(
+            notices
+                .iter()
+                .all(|n| n.reason == TRIGGERED_SCALE_UP && !n.warning)
+        );
+        assert_eq!(
+            notices[0].note,
+            "pod triggered scale-up: [{gpu 0->2 (max: 8), on-demand}]"
+        );
+    }
+
+    #[test]
+    fn waiting_gang_gets_the_planner_reasons_and_backoff() {
+        let report = PlanReport {
+            pod_groups: vec![gang_report(GangOutcome::Waits, &["cpu: max size reached"])],
+            ..Default::default()
+        };
+        let held = ["gpu: backing off until 2026-11-29T12:05:00Z (OutOfCapacity)".to_string()];
+        let notices = for_plan(&report, &BTreeMap::new(), &held, &refs());
+        assert_eq!(notices.len(), 3);
+        assert_eq!(notices[2].reason, NOT_TRIGGER_SCALE_UP);
+        assert_eq!(
+            notices[2].note,
+            "pod didn't trigger scale-up: cpu: max size reached; gpu: backing off until 2026-11-29T12:05:00Z (OutOfCapacity)"
+        );
+    }
+
+    #[test]
+    fn failed_scale_up_is_a_warning_and_fitting_gangs_get_nothing() {
+        let mut fits = gang_report(GangOutcome::Lands, &[]);
+        fits.pod_group = "default/other".into();
+        let report = PlanReport {
+            scale_ups: vec![scale_up()],
+            pod_groups: vec![gang_report(GangOutcome::Lands, &[]), fits],
+            ..Default::default()
+        };
+        let outcomes = [(
+            "gpu".to_string(),
+            GroupOutcome::Failed("out of capacity".into()),
+        )]
+        .into();
+        let notices = for_plan(&report, &outcomes, &[], &refs());
+        assert_eq!(
+            notices.len(),
+            3,
+            "only the gang that needed the failed group"
+        );
+        assert!(
+            notices
+                .iter()
+                .all(|n| n.warning && n.reason == NOT_TRIGGER_SCALE_UP)
+        );
+        assert!(
+            notices[0].note.contains("gpu: out of capacity"),
+            "{}",
+            notices[0].note
+        );
+    }
+}

@@ -1,0 +1,279 @@
+//! `dra-autoscaler run`: wires watches, leader election, the loop, providers
+//! and the health listener together, and shuts them down in order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use dra_plan::{Expander, PlanOptions};
+use dra_provider::{ClientConfig, ClientTls, ProviderClient};
+use dra_sim::{FeatureGates, KubeVersion};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use tokio::sync::watch;
+
+use crate::args::RunArgs;
+use crate::autoscaler::{Autoscaler, LoopConfig};
+use crate::backoff::BackoffPolicy;
+use crate::events::EventSink;
+use crate::executor::ScaleExecutor;
+use crate::executor::grpc::GrpcExecutor;
+use crate::executor::memory::InMemoryProvider;
+use crate::health::{self, Health};
+use crate::lease::{LeaderElector, LeaseConfig};
+use crate::metrics::Metrics;
+use crate::watch as watches;
+
+/// The name events and the lease report as.
+pub const CONTROLLER_NAME: &str = "dra-autoscaler";
+
+/// Runs the controller in the cluster of the ambient kubeconfig or service
+/// account until SIGTERM or Ctrl-C.
+///
+/// # Errors
+/// Invalid flags, no API server, unusable provider settings, or a listener
+/// that cannot bind.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    args.validate()?;
+    let client = kube::Client::try_default()
+        .await
+        .context("unable to build a Kubernetes client from the kubeconfig or service account")?;
+    let executor: Arc<dyn ScaleExecutor> = if args.dry_run {
+        tracing::warn!("--dry-run: scale-ups go to an in-memory provider, no machine is started");
+        Arc::new(InMemoryProvider::new())
+    } else {
+        Arc::new(connect_providers(&args).await?)
+    };
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        let _ = shutdown_tx.send(true);
+    });
+    run_until(client, args, executor, shutdown_rx).await
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn std_duration(d: SignedDuration) -> Duration {
+    Duration::try_from(d).unwrap_or(Duration::ZERO)
+}
+
+/// One gRPC client per `--provider NAME=URL`.
+///
+/// # Errors
+/// A TLS file cannot be read or an endpoint is malformed.
+pub async fn connect_providers(args: &RunArgs) -> anyhow::Result<GrpcExecutor> {
+    let mut clients = BTreeMap::new();
+    for endpoint in &args.providers {
+        let mut config = ClientConfig::new(endpoint.url.clone());
+        config.call_timeout = std_duration(args.provider_timeout);
+        if let Some(ca) = &args.provider_ca_cert {
+            config.tls = Some(ClientTls {
+                ca: ca.clone(),
+                cert: args.provider_client_cert.clone(),
+                key: args.provider_client_key.clone(),
+                domain: args.provider_tls_server_name.clone(),
+            });
+        }
+        let client = ProviderClient::connect(config)
+            .await
+            .with_context(|| format!("provider {:?} at {}", endpoint.name, endpoint.url))?;
+        clients.insert(endpoint.name.clone(), client);
+    }
+    Ok(GrpcExecutor::new(clients))
+}
+
+/// The scheduler features to model: the flag's version, or the API server's.
+async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<FeatureGates> {
+    let version = match &args.kubernetes_version {
+        Some(v) => v.parse::<KubeVersion>().context("--kubernetes-version")?,
+        None => {
+            let info = client
+                .apiserver_version()
+                .await
+                .context("unable to read the API server's version")?;
+            let minor: String = info
+                .minor
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let text = format!("{}.{minor}", info.major);
+            match text.parse::<KubeVersion>() {
+                Ok(v) => v,
+                Err(error) => {
+                    // A newer cluster is closest to our newest model; an older one
+                    // to our oldest. Say so: the operator may want to pin it.
+                    let fallback = if minor.parse::<u32>().unwrap_or(0) > KubeVersion::NEWEST.minor
+                    {
+                        KubeVersion::NEWEST
+                    } else {
+                        KubeVersion::OLDEST
+                    };
+                    tracing::warn!(%error, model = %fallback, "modelling the nearest supported scheduler");
+                    fallback
+                }
+            }
+        }
+    };
+    let mut gates = FeatureGates::for_version(version);
+    gates
+        .apply_flag(&args.feature_gates)
+        .context("--feature-gates")?;
+    tracing::info!(kubernetes = %version, "modelling kube-scheduler");
+    Ok(gates)
+}
+
+fn identity(args: &RunArgs) -> String {
+    args.identity
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .unwrap_or_else(|| format!("{CONTROLLER_NAME}-{}", std::process::id()))
+}
+
+/// Runs the controller with `client` and `executor` until `shutdown` turns
+/// true. This is [`run`] without the process concerns, for tests and embedding.
+///
+/// # Errors
+/// Discovery, gate resolution or the health listener failed.
+pub async fn run_until(
+    client: kube::Client,
+    args: RunArgs,
+    executor: Arc<dyn ScaleExecutor>,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let identity = identity(&args);
+    let optional = watches::discover(&client).await?;
+    tracing::info!(
+        gang_apis = ?optional.gangs.iter().map(|a| format!("{}/{}", a.api_version, a.kind)).collect::<Vec<_>>(),
+        device_taint_rules = optional.device_taint_rules,
+        "discovered optional APIs"
+    );
+    let gates = resolve_gates(&client, &args).await?;
+    let metrics = Arc::new(Metrics::new());
+    let scan = std_duration(args.scan_interval);
+    let health =
+        Health::new(i64::try_from(scan.as_secs().saturating_mul(6).max(60)).unwrap_or(i64::MAX));
+
+    let mut stop = shutdown.clone();
+    let (health_addr, health_task) = health::serve(
+        args.listen_address,
+        health::router(health.clone(), metrics.clone()),
+        async move {
+            let _ = stop.wait_for(|s| *s).await;
+        },
+    )
+    .await?;
+    tracing::info!(%health_addr, "serving /metrics, /healthz and /readyz");
+
+    let running = watches::start(&client, &optional);
+    let stores = running.stores.clone();
+    let ready_health = health.clone();
+    let ready_stores = stores.clone();
+    let ready_task = tokio::spawn(async move {
+        ready_stores.wait_ready().await;
+        ready_health.set_ready(true);
+    });
+
+    let (leading_tx, leading_rx) = watch::channel(!args.leader_elect);
+    let elector_task = args.leader_elect.then(|| {
+        let elector = LeaderElector::new(
+            client.clone(),
+            LeaseConfig {
+                name: args.lease_name.clone(),
+                namespace: args.lease_namespace.clone(),
+                identity: identity.clone(),
+                lease_duration: args.lease_duration,
+                renew_deadline: args.renew_deadline,
+                retry_period: args.retry_period,
+            },
+        );
+        tokio::spawn(elector.run(leading_tx, shutdown.clone()))
+    });
+
+    let expander: Expander = args.expander.parse().map_err(anyhow::Error::msg)?;
+    let autoscaler = Autoscaler::new(
+        client.clone(),
+        executor,
+        EventSink::new(
+            client.clone(),
+            CONTROLLER_NAME,
+            &identity,
+            args.event_dedup_window,
+        ),
+        metrics.clone(),
+        LoopConfig {
+            gates,
+            plan: PlanOptions {
+                expander,
+                now: None,
+                min_reservation_left: args.min_reservation_left,
+            },
+            new_pod_delay: args.new_pod_scale_up_delay,
+            expendable_cutoff: args.expendable_pods_priority_cutoff,
+            max_node_provision_time: args.max_node_provision_time,
+            backoff: BackoffPolicy {
+                initial: args.initial_backoff,
+                max: args.max_backoff,
+            },
+        },
+        Some(leading_rx.clone()),
+    );
+
+    loop {
+        tokio::select! {
+            () = running.trigger.notified() => {}
+            () = tokio::time::sleep(scan) => {}
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+        let now = Timestamp::now();
+        health.beat(now);
+        let leading = *leading_rx.borrow();
+        metrics.leader.set(i64::from(leading));
+        if !leading || !stores.is_ready() {
+            continue;
+        }
+        let summary = autoscaler.run_once(&stores.inputs(), now).await;
+        if !summary.scaled_up.is_empty()
+            || !summary.failed.is_empty()
+            || !summary.timed_out.is_empty()
+        {
+            tracing::info!(
+                planned_for = summary.planned_for,
+                scaled_up = ?summary.scaled_up,
+                failed = ?summary.failed,
+                timed_out = ?summary.timed_out,
+                "loop"
+            );
+        }
+    }
+
+    // Stop acting first, then give the lease up, then stop serving.
+    ready_task.abort();
+    if let Some(task) = elector_task {
+        let _ = task.await;
+    }
+    drop(running);
+    let _ = health_task.await;
+    Ok(())
+}

@@ -1,0 +1,293 @@
+//! Reflector stores → [`ClusterObjects`]: the pure step between the watches and
+//! the planner.
+//!
+//! The stores hold `Arc`s that watch events replace one at a time; this module
+//! only reads them, so building the planner's input costs one clone per object
+//! and never a relist. It applies the controller's view of the cluster on top of
+//! what the API server says:
+//!
+//! - pending pods the autoscaler must not act for are dropped (see [`crate::pods`]);
+//!   a pod nominated by preemption is placed on its nominated node instead, so it
+//!   still takes its room there;
+//! - a registered Node of a group that is not Ready yet is replaced by the group's
+//!   template under the same name, so a booting GPU node counts as the capacity
+//!   it will be (the planner adds template ResourceSlices for nodes whose drivers
+//!   have not published yet);
+//! - NodeGroups are the ones given by the caller, with the status it reconciled
+//!   (upcoming nodes), and gang objects travel untyped for the gang detector.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use dra_api::{NODE_GROUP_LABEL, NodeGroup};
+use dra_plan::groups::{Group, template_node};
+use dra_sim::ClusterObjects;
+use dra_sim::objects::{ExtraObject, Origin};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::Resource;
+use kube::api::DynamicObject;
+
+use crate::pods::{PendingPolicy, Priorities, Skip, classify, is_pending, nominated_node};
+
+/// An object of a gang API, with the type it was watched as.
+#[derive(Debug, Clone)]
+pub struct GangObject {
+    /// `group/version` it was listed under.
+    pub api_version: String,
+    /// Its kind.
+    pub kind: String,
+    /// The object.
+    pub object: Arc<DynamicObject>,
+}
+
+/// What the stores hold at one moment, as shared pointers.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// Nodes.
+    pub nodes: Vec<Arc<Node>>,
+    /// Pods.
+    pub pods: Vec<Arc<Pod>>,
+    /// Namespaces.
+    pub namespaces: Vec<Arc<Namespace>>,
+    /// DeviceClasses.
+    pub device_classes: Vec<Arc<DeviceClass>>,
+    /// ResourceSlices.
+    pub resource_slices: Vec<Arc<ResourceSlice>>,
+    /// ResourceClaims.
+    pub resource_claims: Vec<Arc<ResourceClaim>>,
+    /// ResourceClaimTemplates.
+    pub resource_claim_templates: Vec<Arc<ResourceClaimTemplate>>,
+    /// DeviceTaintRules (empty when the cluster does not serve them).
+    pub device_taint_rules: Vec<Arc<DeviceTaintRule>>,
+    /// DaemonSets: passed to the planner as extra objects.
+    pub daemon_sets: Vec<Arc<DaemonSet>>,
+    /// PriorityClasses, to resolve pod priorities.
+    pub priority_classes: Vec<Arc<PriorityClass>>,
+    /// NodeGroups as watched.
+    pub node_groups: Vec<Arc<NodeGroup>>,
+    /// Objects of every gang API the cluster serves.
+    pub gang_objects: Vec<GangObject>,
+}
+
+/// Settings of the conversion.
+#[derive(Debug, Clone, Copy)]
+pub struct BuildOptions {
+    /// Which pending pods count.
+    pub pending: PendingPolicy,
+    /// A registered node that has not become Ready for this long no longer
+    /// counts as upcoming capacity.
+    pub max_node_provision_time: SignedDuration,
+}
+
+/// The planner's input and what was left out of it.
+#[derive(Debug, Clone, Default)]
+pub struct Built {
+    /// The objects to plan with.
+    pub objects: ClusterObjects,
+    /// Pending pods left out, by reason.
+    pub skipped: BTreeMap<Skip, usize>,
+    /// Pending pods planned for, `namespace/name`.
+    pub planned_for: Vec<String>,
+    /// Registered nodes standing in as their group's template (not Ready yet).
+    pub booting_nodes: Vec<String>,
+}
+
+/// Where objects read from the API server say they came from, for messages.
+fn origin(kind: &str, name: &str) -> Origin {
+    Origin {
+        source: format!("API server {kind} {name}"),
+        document: 0,
+        item: None,
+    }
+}
+
+/// Serialises a typed object as an [`ExtraObject`] with its type meta.
+fn extra<K>(object: &K) -> Option<ExtraObject>
+where
+    K: Resource<DynamicType = ()> + serde::Serialize,
+{
+    let mut value = serde_json::to_value(object).ok()?;
+    let api_version = K::api_version(&()).into_owned();
+    let kind = K::kind(&()).into_owned();
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".into(), api_version.clone().into());
+        map.insert("kind".into(), kind.clone().into());
+    }
+    let name = object.meta().name.clone().unwrap_or_default();
+    Some(ExtraObject {
+        origin: origin(&kind, &name),
+        api_version,
+        kind,
+        value,
+    })
+}
+
+/// Whether the node's `Ready` condition is `True`.
+#[must_use]
+pub fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The group a node belongs to, from its label.
+#[must_use]
+pub fn node_group_of(node: &Node) -> Option<&str> {
+    node.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(NODE_GROUP_LABEL))
+        .map(String::as_str)
+}
+
+fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Builds the planner's input from the stores' contents and the NodeGroups
+/// to plan with (reconciled by the caller; groups in backoff left out).
+#[must_use]
+pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions) -> Built {
+    let mut built = Built::default();
+    let now = options.pending.now;
+    let groups: BTreeMap<&str, &NodeGroup> = node_groups
+        .iter()
+        .filter_map(|g| g.metadata.name.as_deref().map(|n| (n, g)))
+        .collect();
+
+    let objects = &mut built.objects;
+    let mut node_names = std::collections::BTreeSet::new();
+    for node in &inputs.nodes {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        node_names.insert(name.clone());
+        let booting = node_group_of(node)
+            .and_then(|g| groups.get(g))
+            .filter(|_| !is_ready(node) && node.metadata.deletion_timestamp.is_none())
+            .filter(|_| {
+                younger_than(
+                    node.metadata.creation_timestamp.as_ref(),
+                    now,
+                    options.max_node_provision_time,
+                )
+            });
+        match booting {
+            Some(group) => {
+                let group = Group {
+                    name: group.metadata.name.clone().unwrap_or_default(),
+                    spec: group.spec.clone(),
+                    current: 0,
+                    upcoming: 0,
+                };
+                let (mut template, _) = template_node(&group, &name);
+                template.metadata.creation_timestamp = node.metadata.creation_timestamp.clone();
+                template.metadata.uid = node.metadata.uid.clone();
+                objects.nodes.push(template);
+                built.booting_nodes.push(name);
+            }
+            None => objects.nodes.push(Node::clone(node)),
+        }
+    }
+
+    let priorities = Priorities::new(inputs.priority_classes.iter().map(AsRef::as_ref));
+    for pod in &inputs.pods {
+        if !is_pending(pod) {
+            objects.pods.push(Pod::clone(pod));
+            continue;
+        }
+        match classify(pod, &options.pending, &priorities) {
+            None => {
+                built.planned_for.push(pod_key(pod));
+                objects.pods.push(Pod::clone(pod));
+            }
+            Some(Skip::Nominated) => {
+                *built.skipped.entry(Skip::Nominated).or_default() += 1;
+                // It will run on the nominated node once the victims are gone,
+                // so it holds that room now, as cluster-autoscaler models it.
+                if let Some(node) = nominated_node(pod).filter(|n| node_names.contains(*n)) {
+                    let mut pod = Pod::clone(pod);
+                    let node = node.to_string();
+                    if let Some(spec) = pod.spec.as_mut() {
+                        spec.node_name = Some(node);
+                    }
+                    objects.pods.push(pod);
+                }
+            }
+            Some(skip) => *built.skipped.entry(skip).or_default() += 1,
+        }
+    }
+
+    objects.namespaces = inputs
+        .namespaces
+        .iter()
+        .map(|o| Namespace::clone(o))
+        .collect();
+    objects.device_classes = inputs
+        .device_classes
+        .iter()
+        .map(|o| DeviceClass::clone(o))
+        .collect();
+    objects.resource_slices = inputs
+        .resource_slices
+        .iter()
+        .map(|o| ResourceSlice::clone(o))
+        .collect();
+    objects.resource_claims = inputs
+        .resource_claims
+        .iter()
+        .map(|o| ResourceClaim::clone(o))
+        .collect();
+    objects.resource_claim_templates = inputs
+        .resource_claim_templates
+        .iter()
+        .map(|o| ResourceClaimTemplate::clone(o))
+        .collect();
+    objects.device_taint_rules = inputs
+        .device_taint_rules
+        .iter()
+        .map(|o| DeviceTaintRule::clone(o))
+        .collect();
+
+    objects.extra.extend(node_groups.iter().filter_map(extra));
+    objects
+        .extra
+        .extend(inputs.daemon_sets.iter().filter_map(|d| extra(d.as_ref())));
+    for gang in &inputs.gang_objects {
+        let Ok(mut value) = serde_json::to_value(gang.object.as_ref()) else {
+            continue;
+        };
+        if let Some(map) = value.as_object_mut() {
+            map.insert("apiVersion".into(), gang.api_version.clone().into());
+            map.insert("kind".into(), gang.kind.clone().into());
+        }
+        let name = gang.object.metadata.name.clone().unwrap_or_default();
+        objects.extra.push(ExtraObject {
+            origin: origin(&gang.kind, &name),
+            api_version: gang.api_version.clone(),
+            kind: gang.kind.clone(),
+            value,
+        });
+    }
+    built
+}
+
+fn younger_than(
+    created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    now: Timestamp,
+    limit: SignedDuration,
+) -> bool {
+    created.is_none_or(|c| c.0.checked_add(limit).is_ok_and(|deadline| deadline > now))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,141 @@
+use std::sync::Arc;
+
+use k8s_openapi::jiff::SignedDuration;
+
+use super::*;
+use crate::pods::PendingPolicy;
+use crate::test_support::{node, node_group, now, pending_pod};
+
+fn options() -> BuildOptions {
+    BuildOptions {
+        pending: PendingPolicy {
+            now: now(),
+            new_pod_delay: SignedDuration::from_secs(10),
+            expendable_cutoff: -10,
+        },
+        max_node_provision_time: SignedDuration::from_mins(15),
+    }
+}
+
+#[test]
+fn booting_node_of_a_group_stands_in_as_its_template() {
+    let group = node_group("cpu", 5);
+    let mut not_ready = node("cpu-1", Some("cpu"), false, 60);
+    // What the node lifecycle controller puts on a NotReady node.
+    not_ready.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
+        taints: Some(vec![k8s_openapi::api::core::v1::Taint {
+            key: "node.kubernetes.io/not-ready".into(),
+            effect: "NoSchedule".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    let inputs = Inputs {
+        nodes: vec![
+            Arc::new(not_ready),
+            Arc::new(node("other", None, false, 60)),
+        ],
+        ..Default::default()
+    };
+    let built = build(&inputs, &[group], &options());
+    assert_eq!(built.booting_nodes, vec!["cpu-1".to_string()]);
+    let stand_in = &built.objects.nodes[0];
+    assert!(is_ready(stand_in));
+    assert!(
+        stand_in
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_none()
+    );
+    // A node of no group stays what it is.
+    assert!(!is_ready(&built.objects.nodes[1]));
+}
+
+#[test]
+fn node_that_never_became_ready_stops_counting_after_max_provision_time() {
+    let inputs = Inputs {
+        nodes: vec![Arc::new(node("cpu-1", Some("cpu"), false, 16 * 60))],
+        ..Default::default()
+    };
+    let built = build(&inputs, &[node_group("cpu", 5)], &options());
+    assert!(built.booting_nodes.is_empty());
+    assert!(!is_ready(&built.objects.nodes[0]));
+}
+
+#[test]
+fn skipped_pods_are_left_out_and_counted() {
+    let mut nominated = pending_pod("nominated", "1", 60);
+    if let Some(s) = nominated.status.as_mut() {
+        s.nominated_node_name = Some("n1".into());
+    }
+    let inputs = Inputs {
+        nodes: vec![Arc::new(node("n1", None, true, 600))],
+        pods: vec![
+            Arc::new(pending_pod("old", "1", 60)),
+            Arc::new(pending_pod("young", "1", 1)),
+            Arc::new(nominated),
+        ],
+        ..Default::default()
+    };
+    let built = build(&inputs, &[], &options());
+    assert_eq!(built.planned_for, vec!["default/old".to_string()]);
+    assert_eq!(built.skipped.get(&Skip::TooYoung), Some(&1));
+    assert_eq!(built.skipped.get(&Skip::Nominated), Some(&1));
+    let names: Vec<_> = built
+        .objects
+        .pods
+        .iter()
+        .map(|p| {
+            (
+                p.metadata.name.clone().unwrap(),
+                p.spec.as_ref().unwrap().node_name.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("old".to_string(), None),
+            ("nominated".to_string(), Some("n1".to_string()))
+        ]
+    );
+}
+
+#[test]
+fn node_groups_and_gang_objects_travel_as_typed_extras() {
+    let pod_group: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"minMember": 2}
+    }))
+    .unwrap();
+    let inputs = Inputs {
+        gang_objects: vec![GangObject {
+            api_version: "scheduling.x-k8s.io/v1alpha1".into(),
+            kind: "PodGroup".into(),
+            object: Arc::new(pod_group),
+        }],
+        ..Default::default()
+    };
+    let built = build(&inputs, &[node_group("cpu", 5)], &options());
+    let kinds: Vec<_> = built
+        .objects
+        .extra
+        .iter()
+        .map(|e| (e.api_version.as_str(), e.kind.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("dra-autoscaler.io/v1alpha1", "NodeGroup"),
+            ("scheduling.x-k8s.io/v1alpha1", "PodGroup")
+        ]
+    );
+    let (groups, errors) =
+        dra_plan::groups::read_groups(&built.objects.extra, &built.objects.nodes);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(groups[0].name, "cpu");
+    assert_eq!(built.objects.extra[1].value["spec"]["minMember"], 2);
+}

@@ -1,0 +1,423 @@
+//! Watches: one kube-runtime reflector per kind, kept current by watch events.
+//!
+//! Each reflector's store is a map from object reference to `Arc<K>`; a watch
+//! event replaces one entry, so the snapshot is incremental and a loop reads it
+//! without a relist. kube-runtime's watcher relists after a watch ends, after a
+//! `410 Gone` and after errors (with the default exponential backoff); during a
+//! relist the store keeps serving the previous state and swaps in the new one
+//! when the relist completes, so nothing is lost in between.
+//!
+//! Optional APIs (every gang API, DeviceTaintRules) are discovered at start:
+//! a cluster without them simply has no store for them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use dra_api::NodeGroup;
+use futures::TryStreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::discovery::Discovery;
+use kube::runtime::reflector::{self, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::pods::{is_pending, is_unschedulable};
+use crate::snapshot::{GangObject, Inputs};
+
+/// Discovery failed.
+#[derive(Debug, thiserror::Error)]
+#[error("unable to discover the API groups the cluster serves")]
+pub struct DiscoveryError(#[source] pub kube::Error);
+
+/// The optional APIs a cluster serves.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OptionalApis {
+    /// Gang APIs, one resource per (group, kind) at its most stable version.
+    pub gangs: Vec<ApiResource>,
+    /// Whether `resource.k8s.io/v1` serves DeviceTaintRules.
+    pub device_taint_rules: bool,
+}
+
+/// Picks the gang kinds and DeviceTaintRules out of discovered resources,
+/// given as (API group, resources at their most stable version).
+#[must_use]
+pub fn select_optional<'a>(
+    groups: impl IntoIterator<Item = (&'a str, Vec<ApiResource>)>,
+) -> OptionalApis {
+    let mut out = OptionalApis::default();
+    for (group, resources) in groups {
+        for ar in resources {
+            if dra_plan::gang::GANG_KINDS
+                .iter()
+                .any(|(g, k)| *g == group && *k == ar.kind)
+            {
+                out.gangs.push(ar.clone());
+            }
+            if group == "resource.k8s.io" && ar.kind == "DeviceTaintRule" && ar.version == "v1" {
+                out.device_taint_rules = true;
+            }
+        }
+    }
+    out.gangs
+        .sort_by(|a, b| (&a.group, &a.kind).cmp(&(&b.group, &b.kind)));
+    out
+}
+
+/// Asks the API server which optional APIs it serves. Missing CRDs are not an
+/// error; an unreachable API server is.
+///
+/// # Errors
+/// Discovery requests failed.
+pub async fn discover(client: &Client) -> Result<OptionalApis, DiscoveryError> {
+    let mut wanted: Vec<&str> = dra_plan::gang::GANG_KINDS.iter().map(|(g, _)| *g).collect();
+    wanted.push("resource.k8s.io");
+    wanted.sort_unstable();
+    wanted.dedup();
+    let discovery = Discovery::new(client.clone())
+        .filter(&wanted)
+        .run()
+        .await
+        .map_err(DiscoveryError)?;
+    let groups: Vec<(String, Vec<ApiResource>)> = discovery
+        .groups()
+        .map(|g| {
+            (
+                g.name().to_string(),
+                g.resources_by_stability()
+                    .into_iter()
+                    .map(|(ar, _)| ar)
+                    .collect(),
+            )
+        })
+        .collect();
+    Ok(select_optional(
+        groups.iter().map(|(g, r)| (g.as_str(), r.clone())),
+    ))
+}
+
+/// The reflector stores of every watched kind.
+#[derive(Clone)]
+pub struct Stores {
+    nodes: Store<Node>,
+    pods: Store<Pod>,
+    namespaces: Store<Namespace>,
+    device_classes: Store<DeviceClass>,
+    resource_slices: Store<ResourceSlice>,
+    resource_claims: Store<ResourceClaim>,
+    resource_claim_templates: Store<ResourceClaimTemplate>,
+    device_taint_rules: Option<Store<DeviceTaintRule>>,
+    daemon_sets: Store<DaemonSet>,
+    priority_classes: Store<PriorityClass>,
+    node_groups: Store<NodeGroup>,
+    gangs: Vec<(ApiResource, Store<DynamicObject>)>,
+    ready: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores")
+            .field(
+                "gangs",
+                &self
+                    .gangs
+                    .iter()
+                    .map(|(ar, _)| &ar.kind)
+                    .collect::<Vec<_>>(),
+            )
+            .field("ready", &self.is_ready())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Running watches: their stores, the trigger they pull, and their tasks.
+#[derive(Debug)]
+pub struct Watches {
+    /// The stores.
+    pub stores: Stores,
+    /// Notified when a pod becomes unschedulable.
+    pub trigger: Arc<Notify>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Stores {
+    /// Whether every store has finished its first list.
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// What the stores hold now.
+    #[must_use]
+    pub fn inputs(&self) -> Inputs {
+        Inputs {
+            nodes: self.nodes.state(),
+            pods: self.pods.state(),
+            namespaces: self.namespaces.state(),
+            device_classes: self.device_classes.state(),
+            resource_slices: self.resource_slices.state(),
+            resource_claims: self.resource_claims.state(),
+            resource_claim_templates: self.resource_claim_templates.state(),
+            device_taint_rules: self
+                .device_taint_rules
+                .as_ref()
+                .map(Store::state)
+                .unwrap_or_default(),
+            daemon_sets: self.daemon_sets.state(),
+            priority_classes: self.priority_classes.state(),
+            node_groups: self.node_groups.state(),
+            gang_objects: self
+                .gangs
+                .iter()
+                .flat_map(|(ar, store)| {
+                    store.state().into_iter().map(|object| GangObject {
+                        api_version: ar.api_version.clone(),
+                        kind: ar.kind.clone(),
+                        object,
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+fn spawn_reflector<K>(
+    kind: String,
+    api: Api<K>,
+    config: watcher::Config,
+    writer: Writer<K>,
+    tasks: &mut Vec<JoinHandle<()>>,
+    on_object: impl Fn(&K) + Send + 'static,
+) where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + std::hash::Hash + Send + Sync,
+{
+    tasks.push(tokio::spawn(async move {
+        let stream = watcher(api, config)
+            .default_backoff()
+            // Managed fields are large and never read: drop them before caching.
+            .modify(|o| o.managed_fields_mut().clear())
+            .reflect(writer)
+            .touched_objects();
+        futures::pin_mut!(stream);
+        loop {
+            match stream.try_next().await {
+                Ok(Some(object)) => on_object(&object),
+                Ok(None) => break,
+                Err(error) => tracing::warn!(%error, kind, "watch failed; retrying with backoff"),
+            }
+        }
+    }));
+}
+
+fn typed<K>(client: &Client, tasks: &mut Vec<JoinHandle<()>>, config: watcher::Config) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    spawn_reflector(
+        K::kind(&()).into_owned(),
+        Api::<K>::all(client.clone()),
+        config,
+        writer,
+        tasks,
+        |_| {},
+    );
+    reader
+}
+
+/// Starts a reflector for every kind and returns once they are running (not
+/// synced: see [`Stores::is_ready`]).
+#[must_use]
+pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
+    let mut tasks = Vec::new();
+    let trigger = Arc::new(Notify::new());
+    let all = watcher::Config::default;
+
+    let (pods, pod_writer) = reflector::store();
+    let pod_trigger = trigger.clone();
+    // Finished pods hold no resources: the API server filters them out, as
+    // cluster-autoscaler's pod lister does.
+    let pod_config = all().fields("status.phase!=Succeeded,status.phase!=Failed");
+    spawn_reflector(
+        "Pod".into(),
+        Api::<Pod>::all(client.clone()),
+        pod_config,
+        pod_writer,
+        &mut tasks,
+        move |pod: &Pod| {
+            if is_pending(pod) && is_unschedulable(pod) {
+                pod_trigger.notify_one();
+            }
+        },
+    );
+
+    let gangs = optional
+        .gangs
+        .iter()
+        .map(|ar| {
+            let writer = Writer::<DynamicObject>::new(ar.clone());
+            let reader = writer.as_reader();
+            spawn_reflector(
+                ar.kind.clone(),
+                Api::<DynamicObject>::all_with(client.clone(), ar),
+                all(),
+                writer,
+                &mut tasks,
+                |_| {},
+            );
+            (ar.clone(), reader)
+        })
+        .collect();
+
+    let stores = Stores {
+        nodes: typed(client, &mut tasks, all()),
+        pods,
+        namespaces: typed(client, &mut tasks, all()),
+        device_classes: typed(client, &mut tasks, all()),
+        resource_slices: typed(client, &mut tasks, all()),
+        resource_claims: typed(client, &mut tasks, all()),
+        resource_claim_templates: typed(client, &mut tasks, all()),
+        device_taint_rules: optional
+            .device_taint_rules
+            .then(|| typed(client, &mut tasks, all())),
+        daemon_sets: typed(client, &mut tasks, all()),
+        priority_classes: typed(client, &mut tasks, all()),
+        node_groups: typed(client, &mut tasks, all()),
+        gangs,
+        ready: Arc::new(AtomicBool::new(false)),
+    };
+
+    let waiting = stores.clone();
+    tasks.push(tokio::spawn(async move {
+        let _ = waiting.wait_all().await;
+        waiting.ready.store(true, Ordering::Release);
+        tracing::info!("all watches listed");
+    }));
+    Watches {
+        stores,
+        trigger,
+        tasks,
+    }
+}
+
+impl Stores {
+    async fn wait_all(&self) -> Result<(), reflector::store::WriterDropped> {
+        self.nodes.wait_until_ready().await?;
+        self.pods.wait_until_ready().await?;
+        self.namespaces.wait_until_ready().await?;
+        self.device_classes.wait_until_ready().await?;
+        self.resource_slices.wait_until_ready().await?;
+        self.resource_claims.wait_until_ready().await?;
+        self.resource_claim_templates.wait_until_ready().await?;
+        if let Some(s) = &self.device_taint_rules {
+            s.wait_until_ready().await?;
+        }
+        self.daemon_sets.wait_until_ready().await?;
+        self.priority_classes.wait_until_ready().await?;
+        self.node_groups.wait_until_ready().await?;
+        for (_, s) in &self.gangs {
+            s.wait_until_ready().await?;
+        }
+        Ok(())
+    }
+
+    /// Waits until every store has listed once.
+    pub async fn wait_ready(&self) {
+        // A dropped writer means its task ended; readiness then never comes.
+        if self.wait_all().await.is_ok() {
+            self.ready.store(true, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ar(group: &str, version: &str, kind: &str) -> ApiResource {
+        ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: if group.is_empty() {
+                version.into()
+            } else {
+                format!("{group}/{version}")
+            },
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+        }
+    }
+
+    #[test]
+    fn gang_kinds_are_picked_and_others_ignored() {
+        let selected = select_optional([
+            (
+                "scheduling.k8s.io",
+                vec![
+                    ar("scheduling.k8s.io", "v1", "PriorityClass"),
+                    ar("scheduling.k8s.io", "v1beta1", "Workload"),
+                    ar("scheduling.k8s.io", "v1beta1", "PodGroup"),
+                ],
+            ),
+            (
+                "scheduling.volcano.sh",
+                vec![ar("scheduling.volcano.sh", "v1beta1", "PodGroup")],
+            ),
+            (
+                "resource.k8s.io",
+                vec![ar("resource.k8s.io", "v1", "ResourceSlice")],
+            ),
+        ]);
+        let kinds: Vec<_> = selected
+            .gangs
+            .iter()
+            .map(|a| (a.group.as_str(), a.kind.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("scheduling.k8s.io", "PodGroup"),
+                ("scheduling.k8s.io", "Workload"),
+                ("scheduling.volcano.sh", "PodGroup")
+            ]
+        );
+        assert!(!selected.device_taint_rules);
+    }
+
+    #[test]
+    fn device_taint_rules_only_at_v1() {
+        let beta = select_optional([(
+            "resource.k8s.io",
+            vec![ar("resource.k8s.io", "v1beta2", "DeviceTaintRule")],
+        )]);
+        assert!(!beta.device_taint_rules);
+        let v1 = select_optional([(
+            "resource.k8s.io",
+            vec![ar("resource.k8s.io", "v1", "DeviceTaintRule")],
+        )]);
+        assert!(v1.device_taint_rules);
+    }
+}
