@@ -364,7 +364,9 @@ fn check(pools: &[PoolSpec], history: &History) {
                     "matchAttribute"
                 );
             }
-            Constraint::DistinctS if spec.requests.iter().all(|r| r.count == Some(1)) => {
+            Constraint::DistinctS => {
+                // Pairwise distinct across every device of the claim, also
+                // within one request (kubernetes#140600).
                 let values: BTreeSet<u8> = claim_devices.iter().map(|d| d.s).collect();
                 assert_eq!(values.len(), claim_devices.len(), "distinctAttribute");
             }
