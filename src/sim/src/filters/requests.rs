@@ -251,6 +251,26 @@ pub(crate) fn node_allocatable(node: &Node) -> NanoList {
     parse_list(list, false).unwrap_or_default()
 }
 
+impl ResourceVec {
+    /// Takes away what [`ResourceVec::add_list`] added for the same list.
+    pub(crate) fn sub_list(&mut self, list: &NanoList, table: &mut ResourceTable) {
+        for (name, nanos) in list {
+            match name.as_str() {
+                "cpu" => self.milli_cpu = self.milli_cpu.saturating_sub(millis(*nanos)),
+                "memory" => self.memory = self.memory.saturating_sub(units(*nanos)),
+                "ephemeral-storage" => {
+                    self.ephemeral_storage = self.ephemeral_storage.saturating_sub(units(*nanos));
+                }
+                other if is_scalar(other) => {
+                    let slot = self.scalar_mut(table.intern(other));
+                    *slot = slot.saturating_sub(units(*nanos));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,25 +368,5 @@ mod tests {
     fn exact_units_only_for_whole_numbers() {
         assert_eq!(exact_units(2 * NANO), Some(2));
         assert_eq!(exact_units(NANO / 2), None);
-    }
-}
-
-impl ResourceVec {
-    /// Takes away what [`ResourceVec::add_list`] added for the same list.
-    pub(crate) fn sub_list(&mut self, list: &NanoList, table: &mut ResourceTable) {
-        for (name, nanos) in list {
-            match name.as_str() {
-                "cpu" => self.milli_cpu = self.milli_cpu.saturating_sub(millis(*nanos)),
-                "memory" => self.memory = self.memory.saturating_sub(units(*nanos)),
-                "ephemeral-storage" => {
-                    self.ephemeral_storage = self.ephemeral_storage.saturating_sub(units(*nanos));
-                }
-                other if is_scalar(other) => {
-                    let slot = self.scalar_mut(table.intern(other));
-                    *slot = slot.saturating_sub(units(*nanos));
-                }
-                _ => {}
-            }
-        }
     }
 }

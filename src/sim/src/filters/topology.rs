@@ -146,6 +146,23 @@ impl DomainCounts {
     }
 }
 
+impl TopologyColumn {
+    /// Forgets the last node (the inverse of [`TopologyColumn::push_node`]).
+    /// Its domain id stays known; counts decide whether the domain exists.
+    pub(crate) fn pop_node(&mut self) {
+        self.per_node.pop();
+    }
+}
+
+impl DomainCounts {
+    /// The inverse of [`DomainCounts::add_node`].
+    pub(crate) fn remove_node(&mut self, id: u32) {
+        if let Some(slot) = self.nodes.get_mut(id as usize) {
+            *slot = slot.saturating_sub(1);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,22 +198,5 @@ mod tests {
         counts.add_pods(2, 1);
         assert_eq!(counts.present_and_min(), (2, Some(1)));
         assert_eq!(DomainCounts::default().present_and_min(), (0, None));
-    }
-}
-
-impl TopologyColumn {
-    /// Forgets the last node (the inverse of [`TopologyColumn::push_node`]).
-    /// Its domain id stays known; counts decide whether the domain exists.
-    pub(crate) fn pop_node(&mut self) {
-        self.per_node.pop();
-    }
-}
-
-impl DomainCounts {
-    /// The inverse of [`DomainCounts::add_node`].
-    pub(crate) fn remove_node(&mut self, id: u32) {
-        if let Some(slot) = self.nodes.get_mut(id as usize) {
-            *slot = slot.saturating_sub(1);
-        }
     }
 }
