@@ -471,12 +471,21 @@ impl Planner<'_> {
                 continue;
             };
             let mut placed = false;
-            for node_index in 0..existing {
+            // Domain-restricted scans skip nodes for reasons other than fit,
+            // so only unrestricted ones move the cursor.
+            let signature = if domain.is_none() {
+                self.snapshot.signature(pod_index)
+            } else {
+                None
+            };
+            let start = self.snapshot.scan_start(signature);
+            for node_index in start..existing {
                 if !self.node_in_domain(node_index, key, domain) {
                     continue;
                 }
                 match self.snapshot.check(pod_index, node_index, pod_claims) {
                     Verdict::Fits(allocations) => {
+                        self.snapshot.refused_before(signature, node_index);
                         self.place(
                             &mut attempt,
                             pod_index,
@@ -497,6 +506,7 @@ impl Planner<'_> {
                 }
             }
             if !placed && !attempt.errors.contains_key(&pod_index) {
+                self.snapshot.refused_before(signature, existing);
                 unplaced.push(pod_index);
             }
         }

@@ -38,7 +38,14 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
     };
     let mut reasons = Vec::new();
     let checkpoint = snapshot.checkpoint();
-    for node_index in 0..snapshot.nodes().len() {
+    let signature = snapshot.signature(pod_index);
+    let start = snapshot.scan_start(signature);
+    if start > 0 {
+        reasons.push(format!(
+            "{start} node(s) refused an identical pod placed before this one"
+        ));
+    }
+    for node_index in start..snapshot.nodes().len() {
         let node_name = snapshot.nodes()[node_index]
             .metadata
             .name
@@ -49,6 +56,7 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
                 let pod_key = object_key(&snapshot.pods()[pod_index].metadata);
                 let reported = report_allocations(&pod_key, &claims, &allocations);
                 snapshot.bind(pod_index, node_index, &claims, allocations);
+                snapshot.refused_before(signature, node_index);
                 snapshot.commit(checkpoint);
                 return PodReport {
                     pod: pod_name,
@@ -64,6 +72,8 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
             Verdict::Unresolvable(reason) => return refused(Outcome::Unschedulable, vec![reason]),
         }
     }
+    snapshot.refused_before(signature, snapshot.nodes().len());
+    snapshot.commit(checkpoint);
     if reasons.is_empty() {
         reasons.push("no nodes in the snapshot".into());
     }

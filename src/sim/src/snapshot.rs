@@ -71,6 +71,11 @@ pub struct Snapshot {
     /// is unchanged (placements change domain counts).
     prepared: Option<(usize, u64, Result<PreparedPod, String>)>,
     generation: u64,
+    /// Per pod: its scheduling signature, once computed (`None` inside when
+    /// the pod's fit is not monotonic, see [`Snapshot::signature`]).
+    signatures: Vec<Option<Option<u64>>>,
+    /// Per signature: every node before this index refused such a pod.
+    cursors: HashMap<u64, usize>,
 }
 
 /// Suffix of the claim the scheduler creates for extended resources served
@@ -110,6 +115,10 @@ pub struct Checkpoint(usize);
 #[derive(Debug)]
 enum Undo {
     NodeAdded,
+    Cursor {
+        signature: u64,
+        previous: Option<usize>,
+    },
     PodBound {
         pod_index: usize,
         previous_node: Option<String>,
@@ -174,7 +183,74 @@ impl Snapshot {
             device_classes,
             prepared: None,
             generation: 0,
+            signatures: Vec::new(),
+            cursors: HashMap::new(),
         }
+    }
+
+    /// A hash of everything about a pod that decides where it fits, when that
+    /// only gets worse as pods are placed (monotonic): pods with the same
+    /// signature are refused by the same full nodes, so a scan can start
+    /// where the last one found room. Pods with topology spread or required
+    /// pod affinity get `None`: placing pods can make nodes fit them again.
+    pub fn signature(&mut self, pod_index: usize) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        if self.signatures.len() < self.pods.len() {
+            self.signatures.resize(self.pods.len(), None);
+        }
+        if let Some(known) = self.signatures[pod_index] {
+            return known;
+        }
+        let pod = &self.pods[pod_index];
+        let computed = pod.spec.as_ref().and_then(|spec| {
+            let non_monotonic = spec
+                .topology_spread_constraints
+                .as_ref()
+                .is_some_and(|c| !c.is_empty())
+                || spec
+                    .affinity
+                    .as_ref()
+                    .and_then(|a| a.pod_affinity.as_ref())
+                    .is_some();
+            if non_monotonic {
+                return None;
+            }
+            let mut spec = spec.clone();
+            spec.node_name = None;
+            let text =
+                serde_json::to_string(&(&pod.metadata.namespace, &pod.metadata.labels, spec))
+                    .ok()?;
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            text.hash(&mut hasher);
+            Some(hasher.finish())
+        });
+        self.signatures[pod_index] = Some(computed);
+        computed
+    }
+
+    /// Where a first-fit scan for a pod of `signature` may start.
+    #[must_use]
+    pub fn scan_start(&self, signature: Option<u64>) -> usize {
+        signature
+            .and_then(|s| self.cursors.get(&s).copied())
+            .unwrap_or(0)
+    }
+
+    /// Records that every node before `node_index` refused a pod of
+    /// `signature` (undone by rollback).
+    pub fn refused_before(&mut self, signature: Option<u64>, node_index: usize) {
+        let Some(signature) = signature else {
+            return;
+        };
+        let previous = self.cursors.get(&signature).copied();
+        if previous.is_some_and(|p| p >= node_index) {
+            return;
+        }
+        self.cursors.insert(signature, node_index);
+        self.undo.push(Undo::Cursor {
+            signature,
+            previous,
+        });
     }
 
     /// Adds a node that does not exist yet (a node-group template node) with
@@ -215,6 +291,17 @@ impl Snapshot {
                 break;
             };
             match change {
+                Undo::Cursor {
+                    signature,
+                    previous,
+                } => match previous {
+                    Some(p) => {
+                        self.cursors.insert(signature, p);
+                    }
+                    None => {
+                        self.cursors.remove(&signature);
+                    }
+                },
                 Undo::NodeAdded => {
                     self.filters.remove_last_node();
                     if let Some(node) = self.nodes.pop() {
