@@ -501,3 +501,171 @@ pub mod karpenter {
         }
     }
 }
+
+/// The GPU-gang planning workload of the planner benchmark (b): pending
+/// gangs of pods that each want one GPU partition through DRA, existing
+/// nodes (every tenth with one partitionable GPU, the rest CPU-only) and
+/// node groups of partitionable GPU nodes of different sizes and prices.
+pub mod gangs {
+    use std::collections::BTreeMap;
+
+    use dra_api::{CapacityType, NodeGroupSpec, NodeTemplate};
+    use dra_sim::ClusterObjects;
+    use dra_sim::objects::{ExtraObject, Origin};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    use super::{gpu_class, gpu_pod, gpu_slices, gpu_template, node};
+
+    /// Builds the workload: `gangs` gangs of `size` pods, `nodes` existing
+    /// nodes, `groups` node groups.
+    #[must_use]
+    pub fn workload(gangs: usize, size: usize, nodes: usize, groups: usize) -> ClusterObjects {
+        let mut objects = ClusterObjects::default();
+        objects.device_classes.push(gpu_class());
+        objects
+            .resource_claim_templates
+            .push(gpu_template("ml", "partition", "5Gi"));
+        for n in 0..nodes {
+            let name = format!("node-{n:05}");
+            if n % 10 == 0 {
+                objects.resource_slices.extend(gpu_slices(&name, 1, 7));
+            }
+            objects.nodes.push(node(&name));
+        }
+        for g in 0..gangs {
+            let group = format!("gang-{g:04}");
+            objects.extra.push(ExtraObject {
+                api_version: "scheduling.x-k8s.io/v1alpha1".into(),
+                kind: "PodGroup".into(),
+                origin: Origin::default(),
+                value: serde_json::json!({
+                    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": group, "namespace": "ml"},
+                    "spec": {"minMember": size},
+                }),
+            });
+            for p in 0..size {
+                let mut pod = gpu_pod("ml", &format!("{group}-{p}"), "partition");
+                pod.metadata.labels = Some(
+                    [(
+                        dra_plan::gang::COSCHEDULING_LABEL.to_string(),
+                        group.clone(),
+                    )]
+                    .into(),
+                );
+                objects.pods.push(pod);
+            }
+        }
+        for i in 0..groups {
+            let gpus = 1 + i % 8;
+            let name = format!("gpu-{gpus}x-{i:02}");
+            let capacity: BTreeMap<String, Quantity> = [
+                ("cpu".to_string(), Quantity("128".into())),
+                ("memory".to_string(), Quantity("1Ti".into())),
+                ("pods".to_string(), Quantity("110".into())),
+            ]
+            .into();
+            let spec = NodeGroupSpec {
+                provider: "fake".into(),
+                provider_id: name.clone(),
+                min_size: 0,
+                max_size: 10_000,
+                capacity_type: CapacityType::OnDemand,
+                reservation: None,
+                price_per_hour: 3.0 * gpus as f64 * (1.0 + (i % 5) as f64 * 0.1),
+                priority: 0,
+                topology_domain: None,
+                template: NodeTemplate {
+                    labels: BTreeMap::new(),
+                    taints: Vec::new(),
+                    capacity,
+                    allocatable: None,
+                    resource_slices: gpu_slices("template", gpus, 7)
+                        .into_iter()
+                        .map(|s| s.spec)
+                        .collect(),
+                },
+            };
+            objects.extra.push(ExtraObject {
+                api_version: "dra-autoscaler.io/v1alpha1".into(),
+                kind: "NodeGroup".into(),
+                origin: Origin::default(),
+                value: serde_json::json!({
+                    "apiVersion": "dra-autoscaler.io/v1alpha1",
+                    "kind": "NodeGroup",
+                    "metadata": {"name": name},
+                    "spec": spec,
+                }),
+            });
+        }
+        objects
+    }
+}
+
+/// Replays a plan in a fresh snapshot: the planned nodes are added from their
+/// groups' templates, then every pod the plan placed is checked and bound on
+/// its planned node, in the plan's order, with every filter and the DRA
+/// allocator. Returns the number of new nodes, or the first placement the
+/// scheduler would refuse.
+///
+/// # Errors
+/// A pod the plan placed that does not fit where the plan put it.
+pub fn replay(objects: &ClusterObjects, report: &dra_plan::PlanReport) -> Result<usize, String> {
+    use dra_sim::report::Outcome;
+    use dra_sim::snapshot::{Snapshot, Verdict};
+
+    let (groups, _) = dra_plan::groups::read_groups(&objects.extra, &objects.nodes);
+    let mut snapshot = Snapshot::new(objects.clone(), dra_sim::FeatureGates::default());
+    let mut new_nodes = 0;
+    for pod in &report.pods {
+        if pod.outcome != Outcome::FitsNewNode {
+            continue;
+        }
+        let (Some(node), Some(group)) = (&pod.node, &pod.node_group) else {
+            return Err(format!("{}: fits-new-node without node or group", pod.pod));
+        };
+        if snapshot.node_index(node).is_none() {
+            let group = groups
+                .iter()
+                .find(|g| &g.name == group)
+                .ok_or_else(|| format!("{}: unknown group {group}", pod.pod))?;
+            let (node, slices) = dra_plan::groups::template_node(group, node);
+            snapshot.add_node(node, slices);
+            new_nodes += 1;
+        }
+    }
+    let index_of: std::collections::HashMap<String, usize> = snapshot
+        .pods()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or("default"),
+                    p.metadata.name.as_deref().unwrap_or_default()
+                ),
+                i,
+            )
+        })
+        .collect();
+    for pod in &report.pods {
+        if !matches!(pod.outcome, Outcome::Fits | Outcome::FitsNewNode) {
+            continue;
+        }
+        let pod_index = index_of[&pod.pod];
+        let node = pod.node.as_deref().unwrap_or_default();
+        let node_index = snapshot
+            .node_index(node)
+            .ok_or_else(|| format!("{}: node {node} missing", pod.pod))?;
+        let claims = snapshot.resolve_claims(pod_index)?;
+        match snapshot.check(pod_index, node_index, &claims) {
+            Verdict::Fits(allocations) => {
+                snapshot.bind(pod_index, node_index, &claims, allocations)
+            }
+            other => return Err(format!("{} on {node}: {other:?}", pod.pod)),
+        }
+    }
+    Ok(new_nodes)
+}
