@@ -13,11 +13,11 @@ mod filters_support;
 
 use std::time::{Duration, Instant};
 
-use dra_sim::FeatureGates;
 use dra_sim::filters::{FilterState, Plugin};
+use dra_sim::{ClusterObjects, FeatureGates};
 use filters_support::obj;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::DeviceClass;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate, ResourceSlice};
 use serde_json::json;
 
 const ZONES: usize = 10;
@@ -169,5 +169,87 @@ fn ten_thousand_pods_on_five_thousand_nodes() {
     assert!(
         placed > pod_count / 2,
         "the scenario should place most pods, placed {placed}"
+    );
+}
+
+/// The same cluster for the whole `simulate` (filters and the DRA allocator):
+/// every fifth node carries 8 node-local GPUs, and the DRA pods ask for one
+/// through a claim template instead of an extended resource.
+fn simulate_objects(node_count: usize, pod_count: usize) -> ClusterObjects {
+    let nodes = nodes(node_count);
+    let resource_slices: Vec<ResourceSlice> = (0..node_count)
+        .filter(|i| i % 5 == 0)
+        .map(|i| {
+            let name = format!("node-{i:05}");
+            obj(json!({
+                "metadata": {"name": format!("{name}-gpus")},
+                "spec": {"driver": "gpu.example.com", "nodeName": name,
+                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                         "devices": (0..8).map(|d| json!({"name": format!("gpu-{d}")})).collect::<Vec<_>>()}
+            }))
+        })
+        .collect();
+    let template: ResourceClaimTemplate = obj(json!({
+        "metadata": {"name": "one-gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}}}
+    }));
+    let class: DeviceClass = obj(json!({
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}
+    }));
+    let mut pods = pods(pod_count);
+    for (i, pod) in pods.iter_mut().enumerate() {
+        pod.metadata.creation_timestamp = Some(obj(json!(format!(
+            "2026-11-01T{:02}:{:02}:{:02}Z",
+            i / 3600 % 24,
+            i / 60 % 60,
+            i % 60
+        ))));
+        if i % 4 == 3
+            && let Some(spec) = pod.spec.as_mut()
+        {
+            for container in &mut spec.containers {
+                if let Some(requests) = container
+                    .resources
+                    .as_mut()
+                    .and_then(|r| r.requests.as_mut())
+                {
+                    requests.remove("example.com/gpu");
+                }
+            }
+            spec.resource_claims = Some(vec![obj(
+                json!({"name": "gpu", "resourceClaimTemplateName": "one-gpu"}),
+            )]);
+        }
+    }
+    ClusterObjects {
+        nodes,
+        pods,
+        device_classes: vec![class],
+        resource_slices,
+        resource_claim_templates: vec![template],
+        ..ClusterObjects::default()
+    }
+}
+
+#[test]
+#[ignore = "scale benchmark; run in release with --ignored"]
+fn simulate_ten_thousand_pods_on_five_thousand_nodes() {
+    let (node_count, pod_count) = scale();
+    let objects = simulate_objects(node_count, pod_count);
+    let start = Instant::now();
+    let report = dra_sim::simulate::simulate(objects, FeatureGates::default());
+    let elapsed = start.elapsed();
+    let fits = report
+        .pods
+        .iter()
+        .filter(|p| matches!(p.outcome, dra_sim::report::Outcome::Fits))
+        .count();
+    println!("simulate: nodes {node_count}, pending pods {pod_count}, placed {fits}, {elapsed:?}");
+    assert_eq!(report.pods.len(), pod_count);
+    assert!(
+        fits > pod_count / 2,
+        "the scenario should place most pods, placed {fits}"
     );
 }
