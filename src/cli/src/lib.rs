@@ -24,6 +24,9 @@ pub enum Command {
     /// directories, e.g. `kubectl get -A -o yaml` output) onto its nodes as
     /// kube-scheduler would, and explain every refusal.
     Simulate(SimulateArgs),
+    /// Run the autoscaler against a cluster: watch, plan, scale through the
+    /// configured providers, and report through Events, status and metrics.
+    Run(Box<dra_controller::RunArgs>),
     /// Print the NodeGroup CustomResourceDefinition (YAML), generated from the
     /// Rust types: `dra-autoscaler crd | kubectl apply -f -`.
     Crd,
@@ -37,6 +40,12 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Simulate(args) => args.run(),
+            Command::Run(args) => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(dra_controller::run(*args))
+            }
             Command::Crd => {
                 let yaml = dra_api::crd_yaml()?;
                 print!("{yaml}");
