@@ -318,6 +318,24 @@ fn counter_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<Str
             device.name
         ));
     }
+    if f.compatibility_groups {
+        for c in &device.consumes {
+            let Some(set) = pool
+                .counter_sets
+                .iter()
+                .position(|s| s.name == c.counter_set)
+            else {
+                continue;
+            };
+            if !state.group_baseline[set].admits(&c.groups) {
+                return Some(format!(
+                    "device {}: its compatibility groups on counter set {} are incompatible with those of the \
+                     devices allocated from it",
+                    device.name, c.counter_set
+                ));
+            }
+        }
+    }
     for (set_idx, set) in pool.counter_sets.iter().enumerate() {
         for (counter_idx, (counter, _)) in set.counters.iter().enumerate() {
             let flat = pool.counter_index(set_idx, counter_idx);

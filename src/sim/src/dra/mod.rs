@@ -32,6 +32,7 @@
 mod capacity;
 mod catalog;
 mod cel_cache;
+mod compat_groups;
 mod constraints;
 mod diagnose;
 mod inventory;
@@ -114,6 +115,7 @@ pub(crate) struct Features {
     pub consumable_capacity: bool,
     pub binding_and_status: bool,
     pub list_type_attributes: bool,
+    pub compatibility_groups: bool,
 }
 
 impl Features {
@@ -127,6 +129,7 @@ impl Features {
             consumable_capacity: g.consumable_capacity,
             binding_and_status: g.binding_and_status(),
             list_type_attributes: g.list_type_attributes,
+            compatibility_groups: g.device_compatibility_groups,
         }
     }
 }

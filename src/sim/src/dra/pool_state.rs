@@ -6,6 +6,7 @@
 //! Computed once per (node view, allocated-state stamp) so that repeated
 //! `allocate` calls against an unchanged state only do index lookups.
 
+use super::compat_groups::GroupState;
 use super::pools::Pool;
 use super::quantity::Amount;
 use super::state::AllocatedState;
@@ -27,6 +28,9 @@ pub(crate) struct PoolState {
     /// Per counter set of the pool: an allocated device declares
     /// compatibility groups on it (upstream `groupedCounterSets`).
     pub grouped_sets: Vec<bool>,
+    /// Per counter set: the compatibility groups of the allocated devices
+    /// drawing from it, folded (the feature-on baseline).
+    pub group_baseline: Vec<GroupState>,
 }
 
 impl PoolState {
@@ -41,6 +45,7 @@ impl PoolState {
                 .flat_map(|set| set.counters.iter().map(|(_, v)| *v))
                 .collect(),
             grouped_sets: vec![false; pool.counter_sets.len()],
+            group_baseline: vec![GroupState::default(); pool.counter_sets.len()],
         };
         let Some(allocations) = state.pool(&pool.driver, &pool.name) else {
             return out;
@@ -80,6 +85,7 @@ impl PoolState {
                         if !consumption.groups.is_empty() {
                             out.grouped_sets[set_idx] = true;
                         }
+                        out.group_baseline[set_idx].add(&consumption.groups);
                         let set = &pool.counter_sets[set_idx];
                         for (counter, amount) in &consumption.counters {
                             if let Some(idx) = set.counters.iter().position(|(n, _)| n == counter) {

@@ -13,6 +13,7 @@
 use k8s_openapi::api::resource::v1::{DeviceToleration, ResourceClaim};
 
 use super::capacity;
+use super::compat_groups::GroupState;
 use super::constraints::Constraint;
 use super::inventory::{DeviceEntry, Taint};
 use super::pool_state::PoolState;
@@ -59,6 +60,8 @@ struct Undo {
     constraints_added: usize,
     marked: bool,
     capacity: Option<CapacityUndo>,
+    /// Compatibility-group states replaced, by counter set, in order.
+    groups: Vec<(usize, GroupState)>,
     result_added: bool,
     prev_len: usize,
 }
@@ -85,6 +88,9 @@ pub(crate) struct Search<'a, 'c> {
     allocating_capacity: FixedMap<u64, Vec<Amount>>,
     /// In-flight counter consumption per pool, by flat counter index.
     consumed_counters: Vec<Option<Vec<Amount>>>,
+    /// Compatibility groups per pool and counter set, existing allocations
+    /// included (seeded when the pool is first touched).
+    running_groups: Vec<Option<Vec<GroupState>>>,
     pub results: Vec<Vec<Chosen>>,
     share_ids: &'a mut ShareIdGenerator,
     pub invocations: u64,
@@ -115,6 +121,7 @@ impl<'a, 'c> Search<'a, 'c> {
             allocating: FixedMap::default(),
             allocating_capacity: FixedMap::default(),
             consumed_counters: vec![None; n_pools],
+            running_groups: vec![None; n_pools],
             share_ids,
             invocations: 0,
         }
@@ -334,6 +341,7 @@ impl<'a, 'c> Search<'a, 'c> {
             constraints_added: 0,
             marked: false,
             capacity: None,
+            groups: Vec::new(),
             result_added: false,
             prev_len: self.results[r.claim].len(),
         };
@@ -342,6 +350,15 @@ impl<'a, 'c> Search<'a, 'c> {
                 return Ok(None);
             }
             undo.counters_reserved = true;
+            if self.chk.f.compatibility_groups {
+                match self.consume_groups(dev) {
+                    Some(saved) => undo.groups = saved,
+                    None => {
+                        self.rollback(undo);
+                        return Ok(None);
+                    }
+                }
+            }
         }
         let data = Self::data(&self.slots, r);
         if f.device_taints && taint_prevents(&device.taints, data.tolerations) {
@@ -456,9 +473,46 @@ impl<'a, 'c> Search<'a, 'c> {
         {
             c.remove(base, sub);
         }
+        if !undo.groups.is_empty()
+            && let Some(running) = self.running_groups[undo.dev.pool].as_mut()
+        {
+            for (set, state) in undo.groups.into_iter().rev() {
+                running[set] = state;
+            }
+        }
         if undo.counters_reserved {
             self.release_counters(undo.dev);
         }
+    }
+
+    /// The experimental allocator's `checkAndConsumeCompatibilityGroups`:
+    /// the device joins each counter set it draws from if its groups are
+    /// compatible with every device already there. Returns the replaced
+    /// states, or `None` (state unchanged) when some set refuses it.
+    fn consume_groups(&mut self, dev: DevRef) -> Option<Vec<(usize, GroupState)>> {
+        let pools = self.chk.pools;
+        let (pool, device) = pool_of(pools, dev);
+        let baseline = &self.states[dev.pool].group_baseline;
+        let running = self.running_groups[dev.pool].get_or_insert_with(|| baseline.clone());
+        let mut saved: Vec<(usize, GroupState)> = Vec::with_capacity(device.consumes.len());
+        for c in &device.consumes {
+            let Some(set) = pool
+                .counter_sets
+                .iter()
+                .position(|s| s.name == c.counter_set)
+            else {
+                continue;
+            };
+            if !running[set].admits(&c.groups) {
+                for (set, state) in saved.into_iter().rev() {
+                    running[set] = state;
+                }
+                return None;
+            }
+            saved.push((set, running[set].clone()));
+            running[set].add(&c.groups);
+        }
+        Some(saved)
     }
 
     /// Upstream `skipForDisabledCompatibilityGroups`: without
@@ -466,7 +520,7 @@ impl<'a, 'c> Search<'a, 'c> {
     /// it skips a device that declares any, or that draws from a counter set
     /// on which an allocated device declared some.
     pub(crate) fn skip_for_compatibility_groups(&self, dev: DevRef) -> bool {
-        if self.chk.gates.device_compatibility_groups {
+        if self.chk.f.compatibility_groups {
             return false;
         }
         let (pool, device) = pool_of(self.chk.pools, dev);

@@ -74,6 +74,8 @@ pub struct Features {
     pub consumable_capacity: bool,
     pub device_binding_and_status: bool,
     pub list_type_attributes: bool,
+    /// `DRADeviceCompatibilityGroups` (experimental variant upstream).
+    pub compatibility_groups: bool,
 }
 
 impl Features {
@@ -91,6 +93,7 @@ impl Features {
         g.device_binding_conditions = self.device_binding_and_status;
         g.resource_claim_device_status = self.device_binding_and_status;
         g.list_type_attributes = self.list_type_attributes;
+        g.device_compatibility_groups = self.compatibility_groups;
         g
     }
 }
@@ -457,6 +460,14 @@ impl Dev {
 
     /// `withDeviceCounterConsumption`; with `from_counters` the device's
     /// capacity mirrors the consumed counters (upstream's `fromCounters`).
+    /// Sets `compatibilityGroups` on the most recent `consumes` entry.
+    pub fn groups(mut self, groups: &[&str]) -> Self {
+        if let Some(last) = self.0.consumes_counters.as_mut().and_then(|c| c.last_mut()) {
+            last.compatibility_groups = Some(groups.iter().map(|g| (*g).to_string()).collect());
+        }
+        self
+    }
+
     pub fn consumes(mut self, set: &str, counters: &[(&str, &str)], from_counters: bool) -> Self {
         self.0
             .consumes_counters

@@ -2,9 +2,11 @@
 //! (`structured/internal/allocatortesting/allocator_testing.go`). Each test
 //! is named after the upstream case it ports; inputs and expectations are
 //! upstream's. The helpers mirror upstream's generators so that cases read
-//! the same.
+//! the same. `catalog_behaviour` and `compat_groups` hold our own cases for
+//! behaviour the table does not cover.
 
 mod catalog_behaviour;
+mod compat_groups;
 mod harness;
 mod upstream_basic;
 mod upstream_capacity;
