@@ -10,7 +10,8 @@ use kube_cel::cel::objects::Key;
 use kube_cel::cel::{Context, Value};
 
 use super::library::{
-    ATTR_DOMAIN_PREFIX, CAP_DOMAIN_PREFIX, FIELD_PREFIX, ROOT, quantity_value, semver_value,
+    ATTR_DOMAIN_PREFIX, CAP_DOMAIN_PREFIX, DEVICE_FIELDS, FIELD_PREFIX, ROOT, quantity_value,
+    semver_value,
 };
 use super::quantity::Quantity;
 use super::semver::Semver;
@@ -18,9 +19,9 @@ use crate::gates::FeatureGates;
 
 /// A device converted for CEL evaluation.
 ///
-/// It owns a child scope of the shared function root holding `device` and the
-/// hidden per-field and per-domain variables the checker rewrites lookups
-/// into, so evaluating a selector copies nothing.
+/// It owns a child scope of the shared function root holding the hidden
+/// per-field and per-domain variables the checker rewrites lookups into, so
+/// evaluating a selector copies no maps.
 pub struct CelDevice {
     scope: Context<'static>,
     /// Why the device cannot be evaluated at all, upstream's wording.
@@ -163,19 +164,15 @@ impl CelDevice {
         for (domain, ids) in &capacity_domains {
             scope.add_variable_from_value(format!("{CAP_DOMAIN_PREFIX}{domain}"), ids.clone());
         }
-        let fields = BTreeMap::from([
-            ("driver".to_string(), string(driver)),
-            (
-                "allowMultipleAllocations".to_string(),
-                Value::Bool(device.allow_multiple_allocations.unwrap_or(false)),
-            ),
-            ("attributes".to_string(), to_map(attribute_domains)),
-            ("capacity".to_string(), to_map(capacity_domains)),
-        ]);
-        for (field, value) in &fields {
-            scope.add_variable_from_value(format!("{FIELD_PREFIX}{field}"), value.clone());
+        let fields = [
+            string(driver),
+            Value::Bool(device.allow_multiple_allocations.unwrap_or(false)),
+            to_map(attribute_domains),
+            to_map(capacity_domains),
+        ];
+        for (field, value) in DEVICE_FIELDS.iter().zip(fields) {
+            scope.add_variable_from_value(format!("{FIELD_PREFIX}{field}"), value);
         }
-        scope.add_variable_from_value("device", to_map(fields));
         Self {
             scope,
             conversion_error,

@@ -23,7 +23,15 @@ pub(crate) const ATTR_DOMAIN_PREFIX: &str = "@attr:";
 /// Hidden variable prefix for one capacity domain of the device.
 pub(crate) const CAP_DOMAIN_PREFIX: &str = "@cap:";
 /// Hidden variable for a top-level `device` field (`@driver`, `@attributes`, …).
+/// CEL identifiers cannot start with `@`, so users cannot name these.
 pub(crate) const FIELD_PREFIX: &str = "@";
+/// The fields of upstream's `kubernetes.DRADevice` value.
+pub(crate) const DEVICE_FIELDS: [&str; 4] = [
+    "driver",
+    "allowMultipleAllocations",
+    "attributes",
+    "capacity",
+];
 
 /// Upstream's `CELSelectorExpressionMaxCost`.
 pub(crate) const COST_LIMIT: u64 = 1_000_000;
@@ -547,7 +555,9 @@ fn register_guarded(ctx: &mut Context<'_>) {
             s.matches(from.as_str()).count()
         };
         let replaced = limit.map_or(occurrences, |n| n.min(occurrences));
-        let grown = s.len() + replaced.saturating_mul(to.len().saturating_sub(from.len()));
+        let grown = s
+            .len()
+            .saturating_add(replaced.saturating_mul(to.len().saturating_sub(from.len())));
         charge(u64::try_from(grown).unwrap_or(u64::MAX))?;
         let mut vars = vec![
             ("t", Value::String(s)),
@@ -572,8 +582,11 @@ fn register_guarded(ctx: &mut Context<'_>) {
             [Value::String(sep)] => sep.len(),
             _ => return Err(no_overload()),
         };
-        let total = items.iter().map(size_of).sum::<u64>()
-            + u64::try_from(sep_len.saturating_mul(items.len())).unwrap_or(u64::MAX);
+        let total = items
+            .iter()
+            .map(size_of)
+            .fold(0u64, u64::saturating_add)
+            .saturating_add(u64::try_from(sep_len.saturating_mul(items.len())).unwrap_or(u64::MAX));
         charge(total)?;
         match args.into_iter().next() {
             Some(sep) => delegate(
@@ -600,7 +613,11 @@ fn register_guarded(ctx: &mut Context<'_>) {
         if let Some(precision) = largest_precision(&template) {
             charge(precision)?;
         }
-        charge(u64::try_from(template.len()).unwrap_or(u64::MAX) + size_of(list))?;
+        charge(
+            u64::try_from(template.len())
+                .unwrap_or(u64::MAX)
+                .saturating_add(size_of(list)),
+        )?;
         delegate(
             PROGRAMS.format.as_ref(),
             vec![("t", Value::String(template)), ("a", list.clone())],
@@ -743,7 +760,7 @@ fn tick(ftx: &FunctionContext) -> ResolveResult {
     let [step] = args.as_slice() else {
         return Err(no_overload());
     };
-    charge(1 + size_of(step))?;
+    charge(size_of(step).saturating_add(1))?;
     Ok(step.clone())
 }
 
