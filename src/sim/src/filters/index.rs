@@ -416,7 +416,12 @@ impl Index {
 
     /// The inverse of [`Index::add_anti_term`]. The group stays (with its
     /// counts back at zero), so group ids cached elsewhere remain valid.
-    pub(crate) fn remove_anti_term(&mut self, term: &AntiTerm, node_index: usize, nodes: &[NodeRecord]) {
+    pub(crate) fn remove_anti_term(
+        &mut self,
+        term: &AntiTerm,
+        node_index: usize,
+        nodes: &[NodeRecord],
+    ) {
         let Some(&id) = self.anti_ids.get(term) else {
             return;
         };
@@ -434,8 +439,11 @@ impl Index {
         };
         for entry in &mut self.matchers {
             for ((key, mask), counts) in &mut entry.views {
-                let admitted =
-                    mask.is_none_or(|m| self.masks.get(m).is_some_and(|m| m.admits.get(node_index).copied().unwrap_or(false)));
+                let admitted = mask.is_none_or(|m| {
+                    self.masks
+                        .get(m)
+                        .is_some_and(|m| m.admits.get(node_index).copied().unwrap_or(false))
+                });
                 let domain = self.columns.get(key).and_then(|c| c.indexed(node_index));
                 if admitted && let Some(Domain::Known(domain)) = domain {
                     Arc::make_mut(counts).remove_node(domain);
