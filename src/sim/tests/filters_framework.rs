@@ -276,3 +276,56 @@ proptest! {
         prop_assert_eq!(fits, want <= alloc - used);
     }
 }
+
+#[test]
+fn rolling_back_placements_and_template_nodes_restores_every_answer() {
+    let nodes: Vec<Node> = (0..3)
+        .map(|i| {
+            node(
+                &format!("n{i}"),
+                json!({"kubernetes.io/hostname": format!("n{i}"), "zone": format!("z{}", i % 2)}),
+                json!({"cpu": "4", "pods": "110"}),
+            )
+        })
+        .collect();
+    let replica = pod(
+        "r",
+        json!({"app": "web"}),
+        json!({
+            "containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}],
+                            "resources": {"requests": {"cpu": "2"}}}],
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                                           "labelSelector": {"matchLabels": {"app": "web"}}}],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        }),
+    );
+    let mut state = FilterState::new(&nodes, &[], &[]);
+    let answers = |state: &FilterState| -> Vec<Option<String>> {
+        let prepared = state.prepare(&replica, &nodes).expect("valid pod");
+        (0..nodes.len())
+            .map(|i| {
+                state
+                    .filter(&prepared, i, &nodes[i])
+                    .err()
+                    .map(|r| r.reason)
+            })
+            .collect()
+    };
+    let before = answers(&state);
+    state.add_pod(&replica, 0);
+    let template = node(
+        "template",
+        json!({"kubernetes.io/hostname": "template", "zone": "z9"}),
+        json!({"cpu": "4", "pods": "110"}),
+    );
+    let index = state.add_node(&template);
+    state.add_pod(&replica, index);
+    assert_ne!(answers(&state), before, "the placements change the answers");
+    state.remove_last_pod(&replica);
+    state.remove_last_node();
+    state.remove_last_pod(&replica);
+    assert_eq!(answers(&state), before);
+    assert_eq!(state.node_count(), 3);
+    assert_eq!(state.node_index("template"), None);
+}
