@@ -714,6 +714,30 @@ fn digest_cases() -> Vec<Case> {
             "!device.allowMultipleAllocations",
             Match(true),
         ),
+        with(
+            gpu("141Gi", "570.86.15"),
+            "has-on-device-fields",
+            "has(device.driver) && has(device.attributes) && has(device.allowMultipleAllocations)",
+            Match(true),
+        ),
+        with(
+            gpu("141Gi", "570.86.15"),
+            "device-bound-as-a-whole",
+            r#"cel.bind(d, device, d.driver == "gpu.nvidia.com" && d.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("1Gi")) && size(d.attributes["other.io"]) == 0)"#,
+            Match(true),
+        ),
+        with(
+            gpu("141Gi", "570.86.15"),
+            "device-bound-as-a-whole-keeps-field-checks",
+            "cel.bind(d, device, d.name == 'x')",
+            Compile("undefined field 'name'"),
+        ),
+        with(
+            gpu("141Gi", "570.86.15"),
+            "optional-chaining-on-device",
+            r#"device.?driver.orValue("") == "gpu.nvidia.com""#,
+            Match(true),
+        ),
     ]
 }
 
@@ -1235,4 +1259,14 @@ fn deep_expressions_do_not_overflow_the_stack() {
             }
         }
     }
+}
+
+/// Callers may share compiled selectors and converted devices across threads.
+#[test]
+fn public_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<SelectorCompiler>();
+    check::<CompiledSelector>();
+    check::<CelDevice>();
+    check::<CelError>();
 }
