@@ -13,8 +13,10 @@ use clap::Parser;
 use dra_autoscaler::{Cli, Command};
 use serde_json::Value;
 
-fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/simulate")
+fn cases_dir(suite: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(suite)
 }
 
 fn run_case(dir: &Path) -> Result<Value, String> {
@@ -113,15 +115,29 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
 }
 
 #[test]
-fn simulate_matches_upstream_behaviour_on_every_case() {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .expect("testdata/simulate exists")
+fn simulate_matches_upstream_dra_behaviour_on_every_case() {
+    run_suite("simulate", 60);
+}
+
+/// Whole snapshots mixing DRA with the other scheduler filters.
+#[test]
+fn simulate_matches_upstream_filter_behaviour_on_every_case() {
+    run_suite("filters", 25);
+}
+
+fn run_suite(suite: &str, at_least: usize) {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir(suite))
+        .expect("the suite directory exists")
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.join("cluster.yaml").exists())
         .collect();
     dirs.sort();
-    assert!(!dirs.is_empty(), "no conformance cases found");
+    assert!(
+        dirs.len() >= at_least,
+        "testdata/{suite} has {} cases, the suite promises at least {at_least}",
+        dirs.len()
+    );
     let mut failures = Vec::new();
     for dir in &dirs {
         let case = dir
