@@ -100,6 +100,8 @@ pub struct FeatureGates {
     pub resource_claim_device_status: bool,
     /// `DRAConsumableCapacity`: shared devices with consumable capacity.
     pub consumable_capacity: bool,
+    /// `DRAFractionalCapacityRange`: milli-unit arithmetic in capacity `validRange`s.
+    pub fractional_capacity_range: bool,
     /// `DRAListTypeAttributes`: list-valued attributes and `includes()`.
     pub list_type_attributes: bool,
     /// `DRAExtendedResource`: extended resources satisfied through DeviceClasses.
@@ -132,6 +134,7 @@ impl FeatureGates {
         "DRADeviceBindingConditions",
         "DRAResourceClaimDeviceStatus",
         "DRAConsumableCapacity",
+        "DRAFractionalCapacityRange",
         "DRAListTypeAttributes",
         "DRAExtendedResource",
         "DRADeviceCompatibilityGroups",
@@ -154,6 +157,8 @@ impl FeatureGates {
             device_binding_conditions: m >= 36,
             resource_claim_device_status: true,
             consumable_capacity: m >= 36,
+            // Beta and on in 1.37.
+            fractional_capacity_range: m >= 37,
             list_type_attributes: false,
             extended_resource: m >= 36,
             device_compatibility_groups: false,
@@ -222,6 +227,7 @@ impl FeatureGates {
             "DRADeviceBindingConditions" => &mut self.device_binding_conditions,
             "DRAResourceClaimDeviceStatus" => &mut self.resource_claim_device_status,
             "DRAConsumableCapacity" => &mut self.consumable_capacity,
+            "DRAFractionalCapacityRange" => &mut self.fractional_capacity_range,
             "DRAListTypeAttributes" => &mut self.list_type_attributes,
             "DRAExtendedResource" => &mut self.extended_resource,
             "DRADeviceCompatibilityGroups" => &mut self.device_compatibility_groups,

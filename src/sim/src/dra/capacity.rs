@@ -6,7 +6,7 @@
 //! exclusive device nothing is consumed yet, so it acts as a "capacity ≥
 //! request" filter.
 
-use super::inventory::{CapacityEntry, DeviceEntry, Policy};
+use super::inventory::{CapacityEntry, DeviceEntry, Policy, Range};
 use super::quantity::{Amount, Value};
 
 /// What a request asks of each capacity, by name; `None` when the request
@@ -17,94 +17,201 @@ fn requested_for<'c>(requested: Requested<'c>, name: &str) -> Option<&'c Value> 
     requested?.iter().find(|(n, _)| n == name).map(|(_, v)| v)
 }
 
+const NANOS_PER_MILLI: i128 = 1_000_000;
+const NANOS_PER_UNIT: i128 = 1_000_000_000;
+const MAX_INT64: i128 = i64::MAX as i128;
+
+/// `quantity.Value()` as upstream reads it: whole units, rounded up.
+fn units(v: Value) -> i128 {
+    v.amount.ceil_units()
+}
+
+/// Upstream `safeMilliValue`: the value in milli units when that is exact
+/// and fits an `int64`.
+fn milli(v: Value) -> Option<i128> {
+    let nanos = v.amount.nanos();
+    (nanos % NANOS_PER_MILLI == 0)
+        .then_some(nanos / NANOS_PER_MILLI)
+        .filter(|m| i64::try_from(*m).is_ok())
+}
+
+/// Upstream `useMilli`: with DRAFractionalCapacityRange, ranges whose bounds
+/// and step are exact milli values (step at least 1m) round in milli units.
+fn use_milli(range: &Range, fractional: bool) -> bool {
+    if !fractional {
+        return false;
+    }
+    if [Some(range.min), range.max, range.step]
+        .into_iter()
+        .flatten()
+        .any(|v| milli(v).is_none())
+    {
+        return false;
+    }
+    range.step.and_then(milli).is_none_or(|step| step >= 1)
+}
+
+/// Upstream `roundUpRange`: a request at or above `min` rounds up to the
+/// next step from `min`, written in the step's format.
+///
+/// # Errors
+/// Upstream's `errCapacityRequestNotRepresentable`: the request or its
+/// rounded value does not fit the arithmetic used.
+fn round_up_range(requested: Value, range: &Range, fractional: bool) -> Result<Value, String> {
+    if requested.amount < range.min.amount {
+        return Ok(range.min);
+    }
+    let Some(step) = range.step else {
+        return Ok(requested);
+    };
+    let not_representable = |what: &str| {
+        format!("capacity request cannot be represented in the device's range arithmetic: {what}")
+    };
+    let milli_path = use_milli(range, fractional);
+    let (min, step_n, req) = if milli_path {
+        let Some(req) = milli(requested) else {
+            return Err(not_representable(&format!(
+                "request {} is not a representable milli value",
+                requested.canonical()
+            )));
+        };
+        let (Some(min), Some(step_n)) = (milli(range.min), milli(step)) else {
+            return Ok(requested);
+        };
+        (min, step_n, req)
+    } else {
+        if units(requested) > MAX_INT64 {
+            return Err(not_representable(&format!(
+                "request {} exceeds MaxInt64",
+                requested.canonical()
+            )));
+        }
+        (units(range.min), units(step), units(requested))
+    };
+    if step_n == 0 {
+        // Refused by API validation; upstream would divide by zero.
+        return Ok(requested);
+    }
+    // Truncating division and remainder, as Go's int64 arithmetic does.
+    let added = req - min;
+    let mut n = added / step_n;
+    if added % step_n != 0 {
+        n += 1;
+    }
+    // The integer path skips the guard for a negative min, as upstream does.
+    if (milli_path || min >= 0) && n > (MAX_INT64 - min) / step_n {
+        let limit = if milli_path {
+            "the milli-value range"
+        } else {
+            "MaxInt64"
+        };
+        return Err(not_representable(&format!(
+            "rounding request {} up to the next step passes {limit}",
+            requested.canonical()
+        )));
+    }
+    let scale = if milli_path {
+        NANOS_PER_MILLI
+    } else {
+        NANOS_PER_UNIT
+    };
+    Ok(Value {
+        amount: Amount::from_nanos((min + step_n * n) * scale),
+        format: step.format,
+    })
+}
+
 /// Upstream `calculateConsumedCapacity`: the amount a request consumes of
 /// one capacity after applying the request policy's default and rounding.
-pub(crate) fn consumed_value(requested: Option<&Value>, capacity: &CapacityEntry) -> Value {
+///
+/// # Errors
+/// A request the range arithmetic cannot represent (fatal upstream).
+pub(crate) fn consumed_value(
+    requested: Option<&Value>,
+    capacity: &CapacityEntry,
+    fractional: bool,
+) -> Result<Value, String> {
     let Some(requested) = requested else {
-        return match capacity.policy.as_ref().and_then(|p| p.default) {
+        return Ok(match capacity.policy.as_ref().and_then(|p| p.default) {
             Some(default) => default,
             None => capacity.value,
-        };
+        });
     };
     let Some(policy) = &capacity.policy else {
-        return *requested;
+        return Ok(*requested);
     };
     if let Some(range) = &policy.valid_range {
-        if requested.amount < range.min.amount {
-            return range.min;
-        }
-        let Some(step) = range.step else {
-            return *requested;
-        };
-        let step_units = step.amount.ceil_units();
-        if step_units <= 0 {
-            return *requested;
-        }
-        let min_units = range.min.amount.ceil_units();
-        let added = requested.amount.ceil_units() - min_units;
-        let mut n = added / step_units;
-        if added % step_units != 0 {
-            n += 1;
-        }
-        return Value::binary_units(min_units + step_units * n);
+        return round_up_range(*requested, range, fractional);
     }
     if let Some(values) = &policy.valid_values {
-        return values
+        return Ok(values
             .iter()
             .find(|v| requested.amount <= v.amount)
             .copied()
-            .unwrap_or(*requested);
+            .unwrap_or(*requested));
     }
-    *requested
+    Ok(*requested)
 }
 
 /// Upstream `violatesPolicy`.
-pub(crate) fn violates_policy(consumed: Amount, policy: Option<&Policy>) -> bool {
+pub(crate) fn violates_policy(consumed: Value, policy: Option<&Policy>, fractional: bool) -> bool {
     let Some(policy) = policy else { return false };
-    if policy.default.is_some_and(|d| d.amount == consumed) {
+    if policy.default.is_some_and(|d| d.amount == consumed.amount) {
         return false;
     }
     if let Some(range) = &policy.valid_range {
-        if range.max.is_some_and(|max| consumed > max.amount) {
+        if range.max.is_some_and(|max| consumed.amount > max.amount) {
             return true;
         }
         if let Some(step) = range.step {
-            let step_units = step.amount.ceil_units();
-            if step_units != 0
-                && (consumed.ceil_units() - range.min.amount.ceil_units()) % step_units != 0
-            {
+            let (req, step_n, min) = if use_milli(range, fractional) {
+                let (Some(req), Some(step_n), Some(min)) =
+                    (milli(consumed), milli(step), milli(range.min))
+                else {
+                    return true;
+                };
+                (req, step_n, min)
+            } else {
+                (units(consumed), units(step), units(range.min))
+            };
+            if step_n != 0 && (req - min) % step_n != 0 {
                 return true;
             }
         }
         return false;
     }
     match &policy.valid_values {
-        Some(values) if !values.is_empty() => !values.iter().any(|v| v.amount == consumed),
+        Some(values) if !values.is_empty() => !values.iter().any(|v| v.amount == consumed.amount),
         _ => false,
     }
 }
 
-/// Upstream `CmpRequestOverCapacity`: `None` when the request names a
+/// Upstream `CmpRequestOverCapacity`: `Ok(None)` when the request names a
 /// capacity the device lacks (the device is skipped), otherwise whether
 /// every capacity still fits. `consumed` and `allocating` are aligned with
-/// the device's capacities.
+/// the device's capacities. Every capacity is rounded before any is
+/// compared, so an unrepresentable request is an error whatever else fails.
+///
+/// # Errors
+/// A request the range arithmetic cannot represent (fatal upstream).
 pub(crate) fn fits(
     requested: Requested<'_>,
     device: &DeviceEntry,
     consumed: Option<&[Amount]>,
     allocating: Option<&[Amount]>,
-) -> Option<bool> {
+    fractional: bool,
+) -> Result<Option<bool>, String> {
     if let Some(requested) = requested {
         for (name, _) in requested {
             if !device.capacities.iter().any(|c| &c.name == name) {
-                return None;
+                return Ok(None);
             }
         }
     }
-    for (i, capacity) in device.capacities.iter().enumerate() {
-        let value = consumed_value(requested_for(requested, &capacity.name), capacity);
-        if violates_policy(value.amount, capacity.policy.as_ref()) {
-            return Some(false);
+    let values = consumed_by(requested, device, fractional)?;
+    for (i, (capacity, value)) in device.capacities.iter().zip(&values).enumerate() {
+        if violates_policy(*value, capacity.policy.as_ref(), fractional) {
+            return Ok(Some(false));
         }
         let mut total = value.amount;
         if let Some(c) = consumed.and_then(|c| c.get(i)) {
@@ -114,18 +221,28 @@ pub(crate) fn fits(
             total = total.plus(*a);
         }
         if total > capacity.value.amount {
-            return Some(false);
+            return Ok(Some(false));
         }
     }
-    Some(true)
+    Ok(Some(true))
 }
 
 /// Upstream `GetConsumedCapacityFromRequest`: every capacity of the device.
-pub(crate) fn consumed_by(requested: Requested<'_>, device: &DeviceEntry) -> Vec<Value> {
+///
+/// # Errors
+/// As [`consumed_value`].
+pub(crate) fn consumed_by(
+    requested: Requested<'_>,
+    device: &DeviceEntry,
+    fractional: bool,
+) -> Result<Vec<Value>, String> {
     device
         .capacities
         .iter()
-        .map(|c| consumed_value(requested_for(requested, &c.name), c))
+        .map(|c| {
+            consumed_value(requested_for(requested, &c.name), c, fractional)
+                .map_err(|e| format!("capacity {:?}: {e}", c.name))
+        })
         .collect()
 }
 
@@ -188,11 +305,106 @@ mod tests {
         ];
         for (name, requested, policy, expect) in cases {
             assert_eq!(
-                violates_policy(q(requested).amount, policy.as_ref()),
+                violates_policy(q(requested), policy.as_ref(), false),
                 expect,
                 "{name}"
             );
         }
+        // Fractional steps (min 0.2, step 0.1, max 1) with DRAFractionalCapacityRange.
+        let fractional = range(Some("200m"), "200m", Some("1"), Some("100m"));
+        assert!(
+            !violates_policy(q("300m"), Some(&fractional), true),
+            "fractional step aligned (0.3 = min+1*step)"
+        );
+        assert!(
+            violates_policy(q("250m"), Some(&fractional), true),
+            "fractional step not aligned (0.25 is not a multiple of 0.1 from 0.2)"
+        );
+        assert!(
+            violates_policy(
+                q(TOO_BIG_FOR_MILLI),
+                Some(&range(Some("1"), "1", None, Some("1"))),
+                true
+            ),
+            "requested value overflows milli representation"
+        );
+    }
+
+    /// MilliValue() of this overflows int64 (upstream's `tooBigForMilli`).
+    const TOO_BIG_FOR_MILLI: &str = "9224372036854776E3";
+
+    // Ported from upstream consumable_capacity_test.go, testSafeMilliValue.
+    #[test]
+    fn safe_milli_value() {
+        assert_eq!(milli(q("1")), Some(1000), "whole number");
+        assert_eq!(milli(q("100m")), Some(100), "fractional milli");
+        assert_eq!(
+            milli(q(TOO_BIG_FOR_MILLI)),
+            None,
+            "too large for milli (overflows int64)"
+        );
+        assert_eq!(milli(q("1.0000001")), None, "sub-milli");
+    }
+
+    // Ported from upstream consumable_capacity_test.go, testUseMilli.
+    #[test]
+    fn use_milli_arithmetic() {
+        let r = |min: &str, max: Option<&str>, step: Option<&str>| Range {
+            min: q(min),
+            max: max.map(q),
+            step: step.map(q),
+        };
+        assert!(
+            !use_milli(&r("200m", Some("1"), Some("100m")), false),
+            "fractional disabled"
+        );
+        assert!(
+            use_milli(&r("200m", Some("1"), Some("100m")), true),
+            "all fractional, fits in milli"
+        );
+        assert!(
+            use_milli(&r("1", Some("3"), Some("1")), true),
+            "all integer, fits in milli"
+        );
+        assert!(
+            !use_milli(&r(TOO_BIG_FOR_MILLI, None, Some("1")), true),
+            "min overflows milli, falls back to integer"
+        );
+        assert!(
+            !use_milli(&r("1", None, Some("0")), true),
+            "step too small (sub-milli)"
+        );
+    }
+
+    // Ported from upstream consumable_capacity_test.go,
+    // testCmpRequestOverCapacityFatalBeatsSoft.
+    #[test]
+    fn cmp_request_over_capacity_fatal_beats_soft() {
+        let device = DeviceEntry {
+            capacities: vec![
+                CapacityEntry {
+                    name: "capacity-0".into(),
+                    value: q("1"),
+                    policy: None,
+                },
+                CapacityEntry {
+                    name: "capacity-1".into(),
+                    value: q("9223372036854775808"),
+                    policy: Some(range(None, "0", None, Some("2"))),
+                },
+            ],
+            ..device_with(vec![])
+        };
+        let requested = vec![
+            ("capacity-0".to_string(), q("2")),
+            ("capacity-1".to_string(), q("9223372036854775807")),
+        ];
+        let got = fits(Some(&requested), &device, None, None, false);
+        assert!(
+            got.as_ref()
+                .is_err_and(|e| e.contains("cannot be represented")),
+            "{got:?}"
+        );
     }
 
     // Ported from upstream consumable_capacity_test.go, testCalculateConsumedCapacity.
@@ -265,8 +477,248 @@ mod tests {
         ];
         for (name, requested, value, policy, expect) in cases {
             let requested = requested.map(q);
-            let got = consumed_value(requested.as_ref(), &cap(value, Some(policy)));
+            let got = consumed_value(requested.as_ref(), &cap(value, Some(policy)), false).unwrap();
             assert_eq!(got.amount, q(expect).amount, "{name}");
+        }
+    }
+
+    // Ported from upstream consumable_capacity_test.go, testCalculateConsumedCapacity:
+    // the DRAFractionalCapacityRange and representability cases.
+    #[test]
+    fn calculate_consumed_capacity_fractional_and_limits() {
+        // (name, requested, capacity, policy, fractional, expected or None for an error,
+        // error substring)
+        type Row = (
+            &'static str,
+            &'static str,
+            &'static str,
+            Policy,
+            bool,
+            Option<&'static str>,
+            &'static str,
+        );
+        let cases: Vec<Row> = vec![
+            (
+                "request-above-maxint64-is-rejected",
+                "18446744073709551619",
+                "18446744073709551619",
+                range(Some("0"), "0", None, Some("3")),
+                false,
+                None,
+                "",
+            ),
+            (
+                "rounded-value-above-maxint64-is-rejected",
+                "9223372036854775807",
+                "9223372036854775808",
+                range(Some("0"), "0", None, Some("2")),
+                false,
+                None,
+                "",
+            ),
+            (
+                "max-safe-boundary-rounds-to-maxint64",
+                "9223372036854775806",
+                "9223372036854775807",
+                range(Some("1"), "1", None, Some("2")),
+                false,
+                Some("9223372036854775807"),
+                "",
+            ),
+            (
+                "fractional step round up (0.25 to 0.3)",
+                "250m",
+                "1",
+                range(Some("200m"), "200m", Some("1"), Some("100m")),
+                true,
+                Some("300m"),
+                "",
+            ),
+            (
+                "fractional step already aligned (0.4 = min+2*step)",
+                "400m",
+                "1",
+                range(Some("200m"), "200m", Some("1"), Some("100m")),
+                true,
+                Some("400m"),
+                "",
+            ),
+            (
+                "integer-step-sub-milli-request",
+                "1.0000001",
+                "3",
+                range(Some("1"), "1", None, Some("1")),
+                true,
+                None,
+                "",
+            ),
+            (
+                "integer-step-milli-request-rounds-up",
+                "1.001",
+                "3",
+                range(Some("1"), "1", None, Some("1")),
+                true,
+                Some("2"),
+                "",
+            ),
+            (
+                "integer-step-sub-milli-request-rounds-up-without-fractional-range",
+                "1.0000001",
+                "3",
+                range(Some("1"), "1", None, Some("1")),
+                false,
+                Some("2"),
+                "",
+            ),
+            (
+                "fractional-step-sub-milli-request",
+                "1.0000001",
+                "2",
+                range(Some("500m"), "500m", None, Some("500m")),
+                true,
+                None,
+                "",
+            ),
+            (
+                "fractional-step-milli-request-rounds-up",
+                "1.001",
+                "2",
+                range(Some("500m"), "500m", None, Some("500m")),
+                true,
+                Some("1500m"),
+                "",
+            ),
+            (
+                "negative-step-request-above-min-is-rejected",
+                "15",
+                "15",
+                range(Some("10"), "10", None, Some("-1")),
+                false,
+                None,
+                "rounding request 15 up to the next step passes MaxInt64",
+            ),
+            (
+                "negative-step-request-above-min-is-rejected-with-fractional-range",
+                "15",
+                "15",
+                range(Some("10"), "10", None, Some("-1")),
+                true,
+                None,
+                "rounding request 15 up to the next step passes MaxInt64",
+            ),
+            (
+                "negative-step-request-equal-to-min-is-rejected",
+                "10",
+                "15",
+                range(Some("10"), "10", None, Some("-1")),
+                false,
+                None,
+                "rounding request 10 up to the next step passes MaxInt64",
+            ),
+            (
+                "negative-step-request-below-min-returns-min",
+                "5",
+                "15",
+                range(Some("10"), "10", None, Some("-1")),
+                false,
+                Some("10"),
+                "",
+            ),
+            (
+                "negative-binary-step-request-above-min-is-rejected",
+                "3Gi",
+                "3Gi",
+                range(Some("1Gi"), "1Gi", None, Some("-1Gi")),
+                false,
+                None,
+                "rounding request 3Gi up to the next step passes MaxInt64",
+            ),
+            (
+                "positive-binary-step-request-above-min-rounds-to-itself",
+                "3Gi",
+                "3Gi",
+                range(Some("1Gi"), "1Gi", None, Some("1Gi")),
+                false,
+                Some("3Gi"),
+                "",
+            ),
+            (
+                "fractional-step-request-not-milli-representable-is-rejected",
+                TOO_BIG_FOR_MILLI,
+                TOO_BIG_FOR_MILLI,
+                range(Some("1"), "100m", None, Some("100m")),
+                true,
+                None,
+                "",
+            ),
+            (
+                "fractional-step-rounded-value-passes-milli-range-is-rejected",
+                "9223372036854775.806",
+                "9223372036854775.807",
+                range(Some("100m"), "100m", None, Some("100m")),
+                true,
+                None,
+                "",
+            ),
+        ];
+        for (name, requested, value, policy, fractional, expect, message) in cases {
+            let got = consumed_value(Some(&q(requested)), &cap(value, Some(policy)), fractional);
+            match expect {
+                Some(expect) => {
+                    assert_eq!(got.map(|v| v.amount), Ok(q(expect).amount), "{name}");
+                }
+                None => {
+                    let err = got.expect_err(name);
+                    assert!(err.contains("cannot be represented"), "{name}: {err}");
+                    assert!(err.contains(message), "{name}: {err}");
+                }
+            }
+        }
+    }
+
+    // The rounded value keeps the step's format (upstream
+    // `resource.NewQuantity(v, step.Format)`), so the result serialises as
+    // the step does.
+    #[test]
+    fn rounded_values_take_the_format_of_the_step() {
+        let binary = consumed_value(
+            Some(&q("1500")),
+            &cap("4Ki", Some(range(None, "1Ki", None, Some("1Ki")))),
+            false,
+        )
+        .unwrap();
+        assert_eq!(binary.canonical(), "2Ki");
+        let decimal = consumed_value(
+            Some(&q("1500")),
+            &cap("4k", Some(range(None, "1k", None, Some("1k")))),
+            false,
+        )
+        .unwrap();
+        assert_eq!(decimal.canonical(), "2k");
+        let milli = consumed_value(
+            Some(&q("250m")),
+            &cap("1", Some(range(None, "200m", None, Some("100m")))),
+            true,
+        )
+        .unwrap();
+        assert_eq!(milli.canonical(), "300m");
+    }
+
+    fn device_with(capacities: Vec<CapacityEntry>) -> DeviceEntry {
+        DeviceEntry {
+            name: "device-1".into(),
+            raw: Default::default(),
+            slot: 0,
+            capacities,
+            consumes: vec![],
+            taints: vec![],
+            allow_multi: true,
+            binds_to_node: false,
+            has_binding_conditions: false,
+            binding_conditions_set: false,
+            node_name: None,
+            all_nodes: false,
+            node_selector: None,
         }
     }
 
@@ -308,17 +760,17 @@ mod tests {
             ("capacity-0".to_string(), q("1")),
             ("dummy".to_string(), q("1")),
         ];
-        let consumed = consumed_by(Some(&requested), &device);
+        let consumed = consumed_by(Some(&requested), &device, false).unwrap();
         assert_eq!(consumed.len(), 3);
         assert!(consumed.iter().all(|v| v.amount == q("1").amount));
         // Requests for unknown capacities make the device ineligible, not an error.
         let unknown = vec![("nope".to_string(), q("1"))];
-        assert_eq!(fits(Some(&unknown), &device, None, None), None);
+        assert_eq!(fits(Some(&unknown), &device, None, None, false), Ok(None));
         // 1 already consumed + default 2 > 2.
         assert_eq!(
-            fits(None, &device, Some(&[q("1").amount]), None),
-            Some(false)
+            fits(None, &device, Some(&[q("1").amount]), None, false),
+            Ok(Some(false))
         );
-        assert_eq!(fits(None, &device, None, None), Some(true));
+        assert_eq!(fits(None, &device, None, None, false), Ok(Some(true)));
     }
 }

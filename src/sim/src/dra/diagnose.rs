@@ -251,7 +251,14 @@ fn matches_selectors(search: &mut Search<'_, '_>, key: RKey, dev: DevRef) -> boo
     };
     let ok = selectable(&mut search.chk, claim, data, dev).unwrap_or(false);
     ok && (!search.chk.f.consumable_capacity
-        || capacity::fits(data.capacity.as_deref(), device_of(search, dev), None, None).is_some())
+        || capacity::fits(
+            data.capacity.as_deref(),
+            device_of(search, dev),
+            None,
+            None,
+            search.chk.f.fractional_capacity_range,
+        )
+        .is_ok_and(|fit| fit.is_some()))
 }
 
 fn device_of<'s>(search: &'s Search<'_, '_>, dev: DevRef) -> &'s DeviceEntry {
@@ -372,8 +379,9 @@ fn capacity_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<St
     let data = search.request_of(key);
     let device = device_of(search, dev);
     let consumed = search.states[dev.pool].consumed[dev.flat].as_deref();
-    match capacity::fits(data.capacity.as_deref(), device, consumed, None) {
-        Some(true) => None,
+    let fractional = search.chk.f.fractional_capacity_range;
+    match capacity::fits(data.capacity.as_deref(), device, consumed, None, fractional) {
+        Ok(Some(true)) => None,
         _ => Some(format!(
             "device {} has not enough free capacity for the request (or the request violates its request policy)",
             device.name

@@ -16,17 +16,19 @@
 //!           results + config + nodeSelector   |  reasons  |  error
 //! ```
 //!
-//! Semantics follow upstream's `incubating` allocator with every feature
-//! gate honoured: pools sorted by (driver, pool) with binding-condition pools
-//! last, combinations rather than permutations within a request, global
-//! backtracking over `firstAvailable` alternatives, and upstream's
-//! bookkeeping quirks (documented where they are reproduced). With
-//! `DRAListTypeAttributes` on, constraints use the experimental variant's set
-//! semantics.
+//! Semantics follow upstream's `incubating` allocator as of the 1.37 cycle
+//! (late July 2026) with every feature gate honoured: pools sorted by
+//! (driver, pool) with binding-condition pools last, combinations rather
+//! than permutations within a request, global backtracking over
+//! `firstAvailable` alternatives, a rejected candidate rolled back completely
+//! (kubernetes#140431), `distinctAttribute` compared across every device held
+//! (#140600), `All` sized by static capacity (#140769). With
+//! `DRAListTypeAttributes` or `DRADeviceCompatibilityGroups` on, upstream
+//! switches to its experimental variant: constraints then compare values as
+//! sets and compatibility groups are enforced per counter set.
 //!
-//! Deliberate differences: pools are keyed by (driver, pool) where upstream
-//! keys counters by pool name only; a quantity that does not parse (which an
-//! API server would have refused) makes its pool invalid; on failure we add
+//! Deliberate differences: a quantity that does not parse (which an API
+//! server would have refused) makes its pool invalid; on failure we add
 //! reasons that upstream does not compute.
 
 mod capacity;
@@ -113,6 +115,7 @@ pub(crate) struct Features {
     pub device_taints: bool,
     pub device_taint_rules: bool,
     pub consumable_capacity: bool,
+    pub fractional_capacity_range: bool,
     pub binding_and_status: bool,
     pub list_type_attributes: bool,
     pub compatibility_groups: bool,
@@ -127,6 +130,7 @@ impl Features {
             device_taints: g.device_taints,
             device_taint_rules: g.device_taint_rules,
             consumable_capacity: g.consumable_capacity,
+            fractional_capacity_range: g.fractional_capacity_range,
             binding_and_status: g.binding_and_status(),
             list_type_attributes: g.list_type_attributes,
             compatibility_groups: g.device_compatibility_groups,

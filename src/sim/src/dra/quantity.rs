@@ -59,6 +59,12 @@ impl Amount {
         Amount(units.saturating_mul(NANO))
     }
 
+    /// An amount of nano units.
+    #[must_use]
+    pub fn from_nanos(nanos: i128) -> Self {
+        Amount(nanos)
+    }
+
     /// The raw nano-unit count.
     #[must_use]
     pub fn nanos(self) -> i128 {

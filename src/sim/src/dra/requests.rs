@@ -327,11 +327,24 @@ fn validate<'c>(
                         // Static capacity only (kubernetes#140769): a matching
                         // device whose capacity is used up stays in the list, so
                         // the request fails instead of shrinking.
-                        if chk.f.consumable_capacity
-                            && capacity::fits(data.capacity.as_deref(), device, None, None)
-                                != Some(true)
-                        {
-                            continue;
+                        if chk.f.consumable_capacity {
+                            let fits = capacity::fits(
+                                data.capacity.as_deref(),
+                                device,
+                                None,
+                                None,
+                                chk.f.fractional_capacity_range,
+                            )
+                            .map_err(|e| {
+                                format!(
+                                    "{}: checking capacity for device {}: {e}",
+                                    who(),
+                                    device.name
+                                )
+                            })?;
+                            if fits != Some(true) {
+                                continue;
+                            }
                         }
                         all.push(dev);
                     }

@@ -159,7 +159,10 @@ impl<'a, 'c> Search<'a, 'c> {
         self.states[dev.pool].shared[dev.flat] || self.allocating_capacity.contains_key(&dev.key())
     }
 
-    fn capacity_fits(&self, key: RKey, dev: DevRef) -> Option<bool> {
+    /// Upstream `CmpRequestOverCapacity` against existing and in-flight
+    /// consumption: `Ok(true)` when the request fits. A capacity the device
+    /// lacks is a soft mismatch, like too little.
+    fn capacity_fits(&self, key: RKey, dev: DevRef) -> Result<bool, String> {
         let data = Self::data(&self.slots, key);
         let (_, device) = pool_of(self.chk.pools, dev);
         capacity::fits(
@@ -167,7 +170,15 @@ impl<'a, 'c> Search<'a, 'c> {
             device,
             self.states[dev.pool].consumed[dev.flat].as_deref(),
             self.allocating_capacity.get(&dev.key()).map(Vec::as_slice),
+            self.chk.f.fractional_capacity_range,
         )
+        .map(|fit| fit == Some(true))
+    }
+
+    /// `driver/pool/device`, as upstream prints a device ID.
+    fn device_id(&self, dev: DevRef) -> String {
+        let (pool, device) = pool_of(self.chk.pools, dev);
+        format!("{}/{}/{}", pool.driver, pool.name, device.name)
     }
 
     /// Upstream `allocateOne`.
@@ -287,8 +298,18 @@ impl<'a, 'c> Search<'a, 'c> {
                     if !selectable(&mut self.chk, claim, data, dev).map_err(Stop::Fatal)? {
                         continue;
                     }
-                    if self.chk.f.consumable_capacity && self.capacity_fits(r, dev) != Some(true) {
-                        continue;
+                    if self.chk.f.consumable_capacity {
+                        let fits = self.capacity_fits(r, dev).map_err(|e| {
+                            Stop::Fatal(format!(
+                                "claim {}, request {}: checking capacity for device {}: {e}",
+                                claim_ref(claim),
+                                Self::data(&self.slots, r).name,
+                                self.device_id(dev)
+                            ))
+                        })?;
+                        if !fits {
+                            continue;
+                        }
                     }
                     let Some(undo) = self.allocate_device(r, dev, false)? else {
                         continue;
@@ -396,14 +417,30 @@ impl<'a, 'c> Search<'a, 'c> {
         let mut consumed = None;
         let mut share_id = None;
         if f.consumable_capacity {
-            // A capacity the device lacks is a soft mismatch, like too little.
-            if self.capacity_fits(r, dev) != Some(true) {
-                self.rollback(undo);
-                return Ok(None);
+            match self.capacity_fits(r, dev) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.rollback(undo);
+                    return Ok(None);
+                }
+                Err(e) => {
+                    self.rollback(undo);
+                    return Err(self.capacity_error("rechecking capacity", r, dev, &e));
+                }
             }
             if allow_multi {
                 let data = Self::data(&self.slots, r);
-                let values = capacity::consumed_by(data.capacity.as_deref(), device);
+                let values = match capacity::consumed_by(
+                    data.capacity.as_deref(),
+                    device,
+                    f.fractional_capacity_range,
+                ) {
+                    Ok(values) => values,
+                    Err(e) => {
+                        self.rollback(undo);
+                        return Err(self.capacity_error("computing consumed capacity", r, dev, &e));
+                    }
+                };
                 let amounts: Vec<Amount> = values.iter().map(|v| v.amount).collect();
                 // The entry doubles as the "already shared" marker that lets
                 // later shares skip the counters; a rollback must not drop it
@@ -436,6 +473,15 @@ impl<'a, 'c> Search<'a, 'c> {
         });
         undo.result_added = true;
         Ok(Some(undo))
+    }
+
+    fn capacity_error(&self, what: &str, r: RKey, dev: DevRef, e: &str) -> Stop {
+        Stop::Fatal(format!(
+            "claim {}, request {}: {what} for device {}: {e}",
+            claim_ref(self.claims[r.claim]),
+            Self::data(&self.slots, r).name,
+            self.device_id(dev)
+        ))
     }
 
     /// Upstream `rollbackDevice`: reverses what [`Search::allocate_device`]

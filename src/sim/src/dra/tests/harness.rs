@@ -76,6 +76,7 @@ pub struct Features {
     pub list_type_attributes: bool,
     /// `DRADeviceCompatibilityGroups` (experimental variant upstream).
     pub compatibility_groups: bool,
+    pub fractional_capacity_range: bool,
 }
 
 impl Features {
@@ -94,6 +95,7 @@ impl Features {
         g.resource_claim_device_status = self.device_binding_and_status;
         g.list_type_attributes = self.list_type_attributes;
         g.device_compatibility_groups = self.compatibility_groups;
+        g.fractional_capacity_range = self.fractional_capacity_range;
         g
     }
 }
@@ -542,6 +544,31 @@ impl Dev {
                             min: q("2"),
                             step: Some(q("2")),
                             max: Some(q("4")),
+                        }),
+                        valid_values: None,
+                    }),
+                },
+            );
+        }
+        self
+    }
+
+    /// `withFractionalCapacityRequestPolicyRange`. Its body is not in the
+    /// revision we read; the cases using it describe a range of min 200m,
+    /// step 100m, taken here with default 200m and max 1.
+    pub fn policy_range_fractional(mut self, caps: &[(&str, &str)]) -> Self {
+        let map = self.0.capacity.get_or_insert_with(BTreeMap::new);
+        for (name, value) in caps {
+            map.insert(
+                (*name).to_string(),
+                DeviceCapacity {
+                    value: q(value),
+                    request_policy: Some(CapacityRequestPolicy {
+                        default: Some(q("200m")),
+                        valid_range: Some(CapacityRequestPolicyRange {
+                            min: q("200m"),
+                            step: Some(q("100m")),
+                            max: Some(q("1")),
                         }),
                         valid_values: None,
                     }),

@@ -1035,3 +1035,59 @@ fn partitionable_consumable_capacity_shared_device_counter_not_recharged() {
     }
     .run("partitionable-consumable-capacity-shared-device-counter-not-recharged");
 }
+
+fn fractional_case(name: &str, fractional: bool, request: &str, consumed: &str) {
+    Case {
+        features: Features {
+            consumable_capacity: true,
+            fractional_capacity_range: fractional,
+            ..Default::default()
+        },
+        claims: vec![claim(
+            CLAIM0,
+            vec![],
+            vec![capacity_request(1, Some(request))],
+        )],
+        classes: multi_class(),
+        slices: one_slice(vec![
+            device(DEVICE1)
+                .multi()
+                .policy_range_fractional(&[(CAPACITY0, "1")]),
+        ]),
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![res_shared(
+                REQ0,
+                DRIVER_A,
+                POOL1,
+                DEVICE1,
+                &[(CAPACITY0, consumed)],
+            )],
+        )]),
+        ..Default::default()
+    }
+    .run(name);
+}
+
+#[test]
+fn consumable_capacity_fractional_range_gate_disabled() {
+    // Integer path: Value() of 200m (min, request) and 100m (step) is 1, so
+    // the request rounds to 1.
+    fractional_case(
+        "consumable-capacity-fractional-range-gate-disabled",
+        false,
+        "200m",
+        "1",
+    );
+}
+
+#[test]
+fn consumable_capacity_fractional_range_gate_enabled_round_up() {
+    // Milli path: (250m - 200m) / 100m rounds up to one step: 300m.
+    fractional_case(
+        "consumable-capacity-fractional-range-gate-enabled-round-up",
+        true,
+        "250m",
+        "300m",
+    );
+}
