@@ -1198,40 +1198,31 @@ fn selector_timing() {
 fn deep_expressions_do_not_overflow_the_stack() {
     let gates = FeatureGates::default();
     let device = CelDevice::new(DRIVER, &make_device(&[("name", i(1))], &[], None), &gates);
-    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
-        (
-            "plus-chain",
-            Box::new(|n| format!("{} == {n}", vec!["1"; n].join(" + "))),
-        ),
-        ("and-chain", Box::new(|n| vec!["true"; n].join(" && "))),
-        (
-            "not-prefix",
-            Box::new(|n| format!("{}true", "!".repeat(n * 2))),
-        ),
-        (
-            "parens",
-            Box::new(|n| format!("{}true{}", "(".repeat(n), ")".repeat(n))),
-        ),
-        (
-            "nested-lists",
-            Box::new(|n| format!("size({}1{}) == 1", "[".repeat(n), "]".repeat(n))),
-        ),
-        (
-            "select-chain",
-            Box::new(|n| format!("has(device.attributes[\"d\"]{})", ".a".repeat(n))),
-        ),
-        (
-            "nested-calls",
-            Box::new(|n| format!("{}'x'{} == 'x'", "string(".repeat(n), ")".repeat(n))),
-        ),
-        (
-            "nested-ternary",
-            Box::new(|n| format!("{}true", "false ? false : ".repeat(n))),
-        ),
-        (
-            "nested-exists",
-            Box::new(|n| format!("{}true{}", "[1].exists(x, ".repeat(n), ")".repeat(n))),
-        ),
+    type Shape = fn(usize) -> String;
+    let shapes: [(&str, Shape); 9] = [
+        ("plus-chain", |n| {
+            format!("{} == {n}", vec!["1"; n].join(" + "))
+        }),
+        ("and-chain", |n| vec!["true"; n].join(" && ")),
+        ("not-prefix", |n| format!("{}true", "!".repeat(n * 2))),
+        ("parens", |n| {
+            format!("{}true{}", "(".repeat(n), ")".repeat(n))
+        }),
+        ("nested-lists", |n| {
+            format!("size({}1{}) == 1", "[".repeat(n), "]".repeat(n))
+        }),
+        ("select-chain", |n| {
+            format!("has(device.attributes[\"d\"]{})", ".a".repeat(n))
+        }),
+        ("nested-calls", |n| {
+            format!("{}'x'{} == 'x'", "string(".repeat(n), ")".repeat(n))
+        }),
+        ("nested-ternary", |n| {
+            format!("{}true", "false ? false : ".repeat(n))
+        }),
+        ("nested-exists", |n| {
+            format!("{}true{}", "[1].exists(x, ".repeat(n), ")".repeat(n))
+        }),
     ];
     for (name, shape) in &shapes {
         for n in [10, 90, 150, 250, 1000, 1500, 5000] {
