@@ -76,6 +76,9 @@ pub struct Snapshot {
     signatures: Vec<Option<Option<u64>>>,
     /// Per signature: every node before this index refused such a pod.
     cursors: HashMap<u64, usize>,
+    /// Whether any pod has a required anti-affinity term: only then do a
+    /// pod's labels decide where it fits.
+    labels_matter: bool,
 }
 
 /// Suffix of the claim the scheduler creates for extended resources served
@@ -144,6 +147,17 @@ impl Snapshot {
             pod_workload_refs: _,
         } = objects;
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let labels_matter = pods.iter().any(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.affinity.as_ref())
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                })
+                .is_some_and(|terms| !terms.is_empty())
+        });
         let mut filters = FilterState::new(&nodes, &pods, &namespaces);
         filters.set_device_classes(&device_classes, &gates);
         let node_index = nodes
@@ -185,6 +199,7 @@ impl Snapshot {
             generation: 0,
             signatures: Vec::new(),
             cursors: HashMap::new(),
+            labels_matter,
         }
     }
 
