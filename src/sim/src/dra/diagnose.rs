@@ -326,14 +326,7 @@ fn counter_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<Str
         ));
     }
     if f.compatibility_groups {
-        for c in &device.consumes {
-            let Some(set) = pool
-                .counter_sets
-                .iter()
-                .position(|s| s.name == c.counter_set)
-            else {
-                continue;
-            };
+        for (c, &set) in device.consumes.iter().zip(&pool.consumed_sets[dev.flat]) {
             if !state.group_baseline[set].admits(&c.groups) {
                 return Some(format!(
                     "device {}: its compatibility groups on counter set {} are incompatible with those of the \

@@ -41,6 +41,9 @@ pub(crate) struct Pool {
     pub n_counters: usize,
     /// Per flat device: (flat counter index, amount) consumed.
     pub consumption: Vec<Vec<(usize, Amount)>>,
+    /// Per flat device: the counter set index of each `consumesCounters`
+    /// entry, in the device's order.
+    pub consumed_sets: Vec<Vec<usize>>,
 }
 
 impl Pool {
@@ -58,6 +61,7 @@ impl Pool {
             counter_offsets: Vec::new(),
             n_counters: 0,
             consumption: Vec::new(),
+            consumed_sets: Vec::new(),
         }
     }
 
@@ -331,6 +335,21 @@ fn build_pool(
                     .collect()
             })
             .collect();
+        pool.consumed_sets = device_slices
+            .iter()
+            .flat_map(|s| s.devices.iter())
+            .map(|device| {
+                device
+                    .consumes
+                    .iter()
+                    .map(|c| {
+                        sets.iter()
+                            .position(|s| s.name == c.counter_set)
+                            .unwrap_or(0)
+                    })
+                    .collect()
+            })
+            .collect();
         pool.counter_sets = sets;
         pool.counter_offsets = offsets;
         pool.n_counters = n_counters;
@@ -346,6 +365,7 @@ fn build_pool(
     pool.slices = device_slices.into_iter().cloned().collect();
     if pool.consumption.is_empty() {
         pool.consumption = vec![Vec::new(); pool.n_devices];
+        pool.consumed_sets = vec![Vec::new(); pool.n_devices];
     }
     pool
 }
