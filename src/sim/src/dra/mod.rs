@@ -22,10 +22,11 @@
 //! than permutations within a request, global backtracking over
 //! `firstAvailable` alternatives, a rejected candidate rolled back completely
 //! (kubernetes#140431), `distinctAttribute` compared across every device held
-//! (#140600), `All` sized by static capacity (#140769). With
-//! `DRAListTypeAttributes` or `DRADeviceCompatibilityGroups` on, upstream
-//! switches to its experimental variant: constraints then compare values as
-//! sets and compatibility groups are enforced per counter set.
+//! (#140600), `All` sized by static capacity (#140769), milli-unit capacity
+//! ranges with `DRAFractionalCapacityRange`. With `DRAListTypeAttributes` or
+//! `DRADeviceCompatibilityGroups` on, upstream switches to its experimental
+//! variant; we follow it where those gates act: constraints compare list
+//! values as sets, compatibility groups are enforced per counter set.
 //!
 //! Deliberate differences: a quantity that does not parse (which an API
 //! server would have refused) makes its pool invalid; on failure we add
