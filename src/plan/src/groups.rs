@@ -154,19 +154,19 @@ impl Budget {
                         group.current, group.upcoming
                     ));
                 }
-                if let (Some(r), Some(now)) = (&group.spec.reservation, now) {
-                    if let Some(end) = r.end_time.as_ref() {
-                        let horizon = now
-                            .checked_add(min_reservation_left)
-                            .unwrap_or(Timestamp::MAX);
-                        if end.0 <= horizon {
-                            return Err(format!(
-                                "reservation {} ends at {} (less than {} from now)",
-                                r.id,
-                                end.0,
-                                friendly(min_reservation_left)
-                            ));
-                        }
+                if let (Some(r), Some(now)) = (&group.spec.reservation, now)
+                    && let Some(end) = r.end_time.as_ref()
+                {
+                    let horizon = now
+                        .checked_add(min_reservation_left)
+                        .unwrap_or(Timestamp::MAX);
+                    if end.0 <= horizon {
+                        return Err(format!(
+                            "reservation {} ends at {} (less than {} from now)",
+                            r.id,
+                            end.0,
+                            friendly(min_reservation_left)
+                        ));
                     }
                 }
                 Ok(max - size)

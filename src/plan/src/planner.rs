@@ -134,7 +134,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
     let mut gangs = detect_gangs(snapshot.pods(), &pending, &extra, &workload_refs, &gates);
     gangs = split_satisfied_gangs(gangs);
     // Stable: equal priorities keep placement order.
-    gangs.sort_by(|a, b| b.priority.cmp(&a.priority));
+    gangs.sort_by_key(|g| std::cmp::Reverse(g.priority));
 
     let names = pending
         .iter()
@@ -643,10 +643,10 @@ impl Planner<'_> {
     ) -> Option<Choice> {
         let mut best: Option<Choice> = None;
         for group in 0..self.groups.len() {
-            if let (Some(key), Some(domain)) = (key, domain) {
-                if domain_of(&self.groups[group], key).as_deref() != Some(domain) {
-                    continue;
-                }
+            if let (Some(key), Some(domain)) = (key, domain)
+                && domain_of(&self.groups[group], key).as_deref() != Some(domain)
+            {
+                continue;
             }
             if let Err(reason) = self.room_left(group, attempt) {
                 rejected.insert(group, reason);

@@ -217,6 +217,7 @@ impl Snapshot {
             return known;
         }
         let pod = &self.pods[pod_index];
+        let labels_matter = self.labels_matter;
         let computed = pod.spec.as_ref().and_then(|spec| {
             let non_monotonic = spec
                 .topology_spread_constraints
@@ -232,9 +233,12 @@ impl Snapshot {
             }
             let mut spec = spec.clone();
             spec.node_name = None;
-            let text =
-                serde_json::to_string(&(&pod.metadata.namespace, &pod.metadata.labels, spec))
-                    .ok()?;
+            let labels = if labels_matter {
+                pod.metadata.labels.as_ref()
+            } else {
+                None
+            };
+            let text = serde_json::to_string(&(&pod.metadata.namespace, labels, spec)).ok()?;
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
             text.hash(&mut hasher);
             Some(hasher.finish())
