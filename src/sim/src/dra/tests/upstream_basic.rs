@@ -462,6 +462,54 @@ fn all_devices_many_plus_another() {
 }
 
 #[test]
+fn all_devices_many_plus_another_reversed() {
+    Case {
+        claims: vec![
+            claim(CLAIM1, vec![], vec![request(REQ0, CLASS_B, 1)]),
+            claim(CLAIM0, vec![], vec![all_request(REQ0, CLASS_A)]),
+        ],
+        classes: vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)],
+        slices: vec![
+            slice(
+                SLICE1,
+                Sel::Node(NODE1),
+                pool(POOL1),
+                DRIVER_A,
+                vec![device(DEVICE1), device(DEVICE2)],
+            ),
+            slice_with_one_device(SLICE1, Sel::Node(NODE1), pool(POOL1), DRIVER_B),
+        ],
+        expect: Expect::Results(vec![
+            alloc(
+                Some(local_selector(NODE1)),
+                vec![res(REQ0, DRIVER_B, POOL1, DEVICE1, false)],
+            ),
+            alloc(
+                Some(local_selector(NODE1)),
+                vec![
+                    res(REQ0, DRIVER_A, POOL1, DEVICE1, false),
+                    res(REQ0, DRIVER_A, POOL1, DEVICE2, false),
+                ],
+            ),
+        ]),
+        ..Default::default()
+    }
+    .run("all-devices-many-plus-another-reversed");
+}
+
+#[test]
+fn all_devices_no_slices() {
+    Case {
+        claims: vec![claim(CLAIM0, vec![], vec![all_request(REQ0, CLASS_A)])],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: vec![],
+        expect: Expect::NoFit,
+        ..Default::default()
+    }
+    .run("all-devices-no-slices");
+}
+
+#[test]
 fn all_devices_no_solution() {
     Case {
         claims: vec![
