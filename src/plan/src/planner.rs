@@ -100,8 +100,20 @@ impl Attempt {
     }
 }
 
+/// What one fresh node of a group takes of a set of waiting members.
+#[derive(Debug, Clone)]
+struct Probe {
+    yielded: usize,
+    requested: (i64, i64),
+    refusal: Option<String>,
+}
+
 struct Planner<'a> {
     snapshot: Snapshot,
+    /// Probe results by (group, signature shared by all waiting members,
+    /// how many wait): a fresh node does not depend on the rest of the
+    /// cluster when no pod has anti-affinity, so identical gangs probe once.
+    probes: std::collections::HashMap<(usize, u64, usize), Probe>,
     groups: &'a [Group],
     budget: Budget,
     used: Vec<usize>,
@@ -144,6 +156,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
         budget: Budget::new(&groups, options.now, options.min_reservation_left),
         used: vec![0; groups.len()],
         snapshot,
+        probes: std::collections::HashMap::new(),
         groups: &groups,
         options,
         names,
@@ -517,20 +530,39 @@ impl Planner<'_> {
         // New nodes: pick the best group for the members still waiting, fill
         // nodes of it while it keeps yielding as well, and re-rank when not.
         let mut rejected: BTreeMap<usize, String> = BTreeMap::new();
+        let mut excluded: BTreeSet<usize> = BTreeSet::new();
         while !unplaced.is_empty() {
-            let Some(choice) =
-                self.best_group(&unplaced, claims, key, domain, &attempt, &mut rejected)
-            else {
+            let Some(choice) = self.best_group(
+                &unplaced,
+                claims,
+                key,
+                domain,
+                &attempt,
+                &mut rejected,
+                &excluded,
+            ) else {
                 break;
             };
             let group = choice.group;
             loop {
+                let before_node = self.snapshot.checkpoint();
                 let node_index = self.add_new_node(group, &mut attempt);
                 let before = unplaced.len();
                 unplaced = self.fill_node(node_index, group, unplaced, claims, &mut attempt);
                 let yielded = before - unplaced.len();
                 if yielded == 0 {
-                    // Cannot happen for the probed group; stay safe.
+                    // The probe promised more than a real node takes (the
+                    // cluster changed since): drop the empty node and the
+                    // group for this attempt.
+                    self.snapshot.rollback(before_node);
+                    if let Some(count) = attempt.new_nodes.get_mut(&group) {
+                        *count -= 1;
+                        if *count == 0 {
+                            attempt.new_nodes.remove(&group);
+                        }
+                    }
+                    attempt.cost -= self.groups[group].spec.price_per_hour;
+                    excluded.insert(group);
                     break;
                 }
                 // Another node of this group is only as good as the first
@@ -640,9 +672,20 @@ impl Planner<'_> {
         domain: Option<&str>,
         attempt: &Attempt,
         rejected: &mut BTreeMap<usize, String>,
+        excluded: &BTreeSet<usize>,
     ) -> Option<Choice> {
         let mut best: Option<Choice> = None;
+        let uniform = if self.snapshot.labels_matter() {
+            None
+        } else {
+            let first = waiting.first().and_then(|&p| self.snapshot.signature(p));
+            let all_same = waiting.iter().all(|&p| self.snapshot.signature(p) == first);
+            first.filter(|_| all_same)
+        };
         for group in 0..self.groups.len() {
+            if excluded.contains(&group) {
+                continue;
+            }
             if let (Some(key), Some(domain)) = (key, domain)
                 && domain_of(&self.groups[group], key).as_deref() != Some(domain)
             {
@@ -652,50 +695,28 @@ impl Planner<'_> {
                 rejected.insert(group, reason);
                 continue;
             }
-            let probe = self.snapshot.checkpoint();
-            let mut scratch = Attempt::default();
             let g = &self.groups[group];
-            let (node, slices) = template_node(g, &format!("{}-probe", g.name));
-            let node_index = self.snapshot.add_node(node, slices);
-            let mut yielded = 0usize;
-            let mut requested = (0i64, 0i64);
-            let mut first_refusal = None;
-            for &pod_index in waiting {
-                let Some(pod_claims) = claims.get(&pod_index) else {
-                    continue;
-                };
-                match self.snapshot.check(pod_index, node_index, pod_claims) {
-                    Verdict::Fits(allocations) => {
-                        let pod = &self.snapshot.pods()[pod_index];
-                        let (cpu, mem) = pod_cpu_memory(pod);
-                        requested = (requested.0 + cpu, requested.1 + mem);
-                        self.place(
-                            &mut scratch,
-                            pod_index,
-                            node_index,
-                            Some(group),
-                            pod_claims,
-                            allocations,
-                        );
-                        yielded += 1;
+            let cache_key = uniform.map(|sig| (group, sig, waiting.len()));
+            let result = match cache_key.and_then(|k| self.probes.get(&k)) {
+                Some(cached) => cached.clone(),
+                None => {
+                    let result = self.probe(group, waiting, claims);
+                    if let Some(k) = cache_key {
+                        self.probes.insert(k, result.clone());
                     }
-                    Verdict::Refused(reason)
-                    | Verdict::Fatal(reason)
-                    | Verdict::Unresolvable(reason) => {
-                        if first_refusal.is_none() {
-                            first_refusal = Some(format!("pod {}: {reason}", self.name(pod_index)));
-                        }
-                    }
+                    result
                 }
-            }
-            self.snapshot.rollback(probe);
-            if yielded == 0 {
+            };
+            if result.yielded == 0 {
                 rejected.insert(
                     group,
-                    first_refusal.unwrap_or_else(|| "no waiting member fits a new node".into()),
+                    result
+                        .refusal
+                        .unwrap_or_else(|| "no waiting member fits a new node".into()),
                 );
                 continue;
             }
+            let (yielded, requested) = (result.yielded, result.requested);
             rejected.remove(&group);
             let candidate = Choice {
                 group,
@@ -707,6 +728,55 @@ impl Planner<'_> {
             }
         }
         best
+    }
+
+    /// Adds one fresh node of `group`, places waiting members on it first
+    /// fit, and rolls everything back.
+    fn probe(
+        &mut self,
+        group: usize,
+        waiting: &[usize],
+        claims: &BTreeMap<usize, PodClaims>,
+    ) -> Probe {
+        let checkpoint = self.snapshot.checkpoint();
+        let mut scratch = Attempt::default();
+        let g = &self.groups[group];
+        let (node, slices) = template_node(g, &format!("{}-probe", g.name));
+        let node_index = self.snapshot.add_node(node, slices);
+        let mut result = Probe {
+            yielded: 0,
+            requested: (0, 0),
+            refusal: None,
+        };
+        for &pod_index in waiting {
+            let Some(pod_claims) = claims.get(&pod_index) else {
+                continue;
+            };
+            match self.snapshot.check(pod_index, node_index, pod_claims) {
+                Verdict::Fits(allocations) => {
+                    let (cpu, mem) = pod_cpu_memory(&self.snapshot.pods()[pod_index]);
+                    result.requested = (result.requested.0 + cpu, result.requested.1 + mem);
+                    self.place(
+                        &mut scratch,
+                        pod_index,
+                        node_index,
+                        Some(group),
+                        pod_claims,
+                        allocations,
+                    );
+                    result.yielded += 1;
+                }
+                Verdict::Refused(reason)
+                | Verdict::Fatal(reason)
+                | Verdict::Unresolvable(reason) => {
+                    if result.refusal.is_none() {
+                        result.refusal = Some(format!("pod {}: {reason}", self.name(pod_index)));
+                    }
+                }
+            }
+        }
+        self.snapshot.rollback(checkpoint);
+        result
     }
 
     /// Is `a` a better next group than `b` under the expander?

@@ -247,6 +247,13 @@ impl Snapshot {
         computed
     }
 
+    /// Whether any pod has required anti-affinity, so that a pod's labels (and
+    /// not just its spec) decide where it fits.
+    #[must_use]
+    pub fn labels_matter(&self) -> bool {
+        self.labels_matter
+    }
+
     /// Where a first-fit scan for a pod of `signature` may start.
     #[must_use]
     pub fn scan_start(&self, signature: Option<u64>) -> usize {
