@@ -108,6 +108,8 @@ pub struct FeatureGates {
     pub extended_resource: bool,
     /// `DRADeviceCompatibilityGroups`: compatibility groups on counter consumption.
     pub device_compatibility_groups: bool,
+    /// `DRAOptionalNodeOperations`: `skipNodeOperations` of ResourceSlices.
+    pub optional_node_operations: bool,
     /// `GenericWorkload`: the Workload/PodGroup API and pod links to it.
     pub generic_workload: bool,
     /// `GangScheduling`: the GangScheduling plugin. Merged into GenericWorkload
@@ -138,6 +140,7 @@ impl FeatureGates {
         "DRAListTypeAttributes",
         "DRAExtendedResource",
         "DRADeviceCompatibilityGroups",
+        "DRAOptionalNodeOperations",
         "GenericWorkload",
         "GangScheduling",
         "TopologyAwareWorkloadScheduling",
@@ -162,6 +165,8 @@ impl FeatureGates {
             list_type_attributes: false,
             extended_resource: m >= 36,
             device_compatibility_groups: false,
+            // Alpha in 1.37.
+            optional_node_operations: false,
             // Beta in 1.37 but off by default; alpha before.
             generic_workload: false,
             // From 1.37 the GangScheduling plugin is governed by GenericWorkload
@@ -231,6 +236,7 @@ impl FeatureGates {
             "DRAListTypeAttributes" => &mut self.list_type_attributes,
             "DRAExtendedResource" => &mut self.extended_resource,
             "DRADeviceCompatibilityGroups" => &mut self.device_compatibility_groups,
+            "DRAOptionalNodeOperations" => &mut self.optional_node_operations,
             "GenericWorkload" => &mut self.generic_workload,
             "GangScheduling" => &mut self.gang_scheduling,
             "TopologyAwareWorkloadScheduling" => &mut self.topology_aware_workload_scheduling,

@@ -9,7 +9,9 @@ use super::capacity;
 use super::claim_ref;
 use super::inventory::DeviceEntry;
 use super::quantity::{Format, Value};
-use super::requests::{DevRef, Mode, RequestData, Slot, selectable};
+use super::requests::{
+    DevRef, Mode, OPTIONAL_NODE_OPERATIONS, RequestData, Slot, node_declares, selectable,
+};
 use super::search::{RKey, Search, taint_prevents};
 
 const PREFIX: &str = "cannot allocate all claims: ";
@@ -102,6 +104,25 @@ pub(crate) fn diagnose(search: &mut Search<'_, '_>) -> Vec<String> {
             "{PREFIX}each request has enough free devices on its own, but not all requests of the pod's claims \
              can be satisfied together (they compete for the same devices or counters, or a constraint fails)"
         ));
+    }
+    if search.chk.f.optional_node_operations
+        && !node_declares(search.chk.node, OPTIONAL_NODE_OPERATIONS)
+    {
+        let skipping: Vec<&str> = search
+            .chk
+            .pools
+            .iter()
+            .flat_map(|p| &p.slices)
+            .filter(|s| !s.skip_node_operations.is_empty())
+            .map(|s| s.name.as_str())
+            .collect();
+        if !skipping.is_empty() {
+            reasons.push(format!(
+                "{PREFIX}node {node} does not declare the {OPTIONAL_NODE_OPERATIONS} feature, so the devices of \
+                 slices that skip node operations ({}) cannot be used there",
+                skipping.join(", ")
+            ));
+        }
     }
     if search.chk.pools.is_empty() {
         reasons.push(format!("{PREFIX}node {node} has no resource pools"));

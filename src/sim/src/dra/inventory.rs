@@ -115,6 +115,8 @@ pub(crate) struct SliceEntry {
     /// As set; with partitionable devices off, any value makes upstream ignore
     /// the slice.
     pub per_device_node_selection: Option<bool>,
+    /// `skipNodeOperations`, copied into results with DRAOptionalNodeOperations.
+    pub skip_node_operations: Vec<String>,
     pub shared_counters: Vec<CounterSetEntry>,
     pub devices: Vec<DeviceEntry>,
     /// A quantity in the slice that does not parse; the pool is then treated
@@ -191,6 +193,7 @@ pub(crate) fn convert_slice(
         all_nodes: spec.all_nodes == Some(true),
         node_selector: spec.node_selector.as_ref().map(NodeSel::new),
         per_device_node_selection: spec.per_device_node_selection,
+        skip_node_operations: spec.skip_node_operations.clone().unwrap_or_default(),
         shared_counters,
         devices,
         defect,

@@ -120,6 +120,7 @@ pub(crate) struct Features {
     pub binding_and_status: bool,
     pub list_type_attributes: bool,
     pub compatibility_groups: bool,
+    pub optional_node_operations: bool,
 }
 
 impl Features {
@@ -135,6 +136,7 @@ impl Features {
             binding_and_status: g.binding_and_status(),
             list_type_attributes: g.list_type_attributes,
             compatibility_groups: g.device_compatibility_groups,
+            optional_node_operations: g.optional_node_operations,
         }
     }
 }

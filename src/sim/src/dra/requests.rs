@@ -360,6 +360,16 @@ fn validate<'c>(
     Ok(data)
 }
 
+/// The node feature a kubelet declares when it can skip node operations.
+pub(crate) const OPTIONAL_NODE_OPERATIONS: &str = "DRAOptionalNodeOperations";
+
+pub(crate) fn node_declares(node: &k8s_openapi::api::core::v1::Node, feature: &str) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.declared_features.as_ref())
+        .is_some_and(|f| f.iter().any(|d| d == feature))
+}
+
 /// Upstream `isSelectable`: binding conditions need their feature, then the
 /// class's selectors and the request's, then per-device node selection.
 ///
@@ -428,6 +438,14 @@ pub(crate) fn selectable(
                 ));
             }
         }
+    }
+    // Skipping node operations is only safe on a node whose kubelet
+    // declares that it supports it.
+    if chk.f.optional_node_operations
+        && !slice.skip_node_operations.is_empty()
+        && !node_declares(chk.node, OPTIONAL_NODE_OPERATIONS)
+    {
+        return Ok(false);
     }
     if slice.per_device() {
         return node_matches(

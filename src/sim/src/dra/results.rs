@@ -28,7 +28,8 @@ pub(crate) fn assemble(
         for c in chosen {
             let data = search.request_of(c.key);
             let pool = &search.chk.pools[c.dev.pool];
-            let device = &pool.slices[c.dev.slice].devices[c.dev.device];
+            let slice = &pool.slices[c.dev.slice];
+            let device = &slice.devices[c.dev.device];
             let consumed_capacity = c.consumed.as_ref().map(|values| {
                 device
                     .capacities
@@ -57,7 +58,9 @@ pub(crate) fn assemble(
                 consumed_capacity,
                 binding_conditions,
                 binding_failure_conditions,
-                skip_node_operations: None,
+                skip_node_operations: (search.chk.f.optional_node_operations
+                    && !slice.skip_node_operations.is_empty())
+                .then(|| slice.skip_node_operations.clone()),
             });
         }
         let requests: &[DeviceRequest] = claim

@@ -77,6 +77,7 @@ pub struct Features {
     /// `DRADeviceCompatibilityGroups` (experimental variant upstream).
     pub compatibility_groups: bool,
     pub fractional_capacity_range: bool,
+    pub optional_node_operations: bool,
 }
 
 impl Features {
@@ -96,6 +97,7 @@ impl Features {
         g.list_type_attributes = self.list_type_attributes;
         g.device_compatibility_groups = self.compatibility_groups;
         g.fractional_capacity_range = self.fractional_capacity_range;
+        g.optional_node_operations = self.optional_node_operations;
         g
     }
 }

@@ -1215,3 +1215,78 @@ fn max_number_devices() {
     }
     .run("max-number-devices");
 }
+
+fn skipping_slice() -> k8s_openapi::api::resource::v1::ResourceSlice {
+    let mut s = slice_with_one_device(SLICE1, Sel::Node(NODE1), pool(POOL1), DRIVER_A);
+    s.spec.skip_node_operations = Some(vec!["*".into()]);
+    s
+}
+
+fn optional_node_operations_on() -> Features {
+    Features {
+        optional_node_operations: true,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn optional_node_operations() {
+    // `nodeWithDRAOptionalNodeOperations`: the node declares the feature.
+    let mut n = node(NODE1, REGION1);
+    n.status = Some(k8s_openapi::api::core::v1::NodeStatus {
+        declared_features: Some(vec!["DRAOptionalNodeOperations".into()]),
+        ..Default::default()
+    });
+    Case {
+        features: optional_node_operations_on(),
+        claims: vec![claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: vec![skipping_slice()],
+        node: n,
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![
+                k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
+                    skip_node_operations: Some(vec!["*".into()]),
+                    ..res(REQ0, DRIVER_A, POOL1, DEVICE1, false)
+                },
+            ],
+        )]),
+        ..Default::default()
+    }
+    .run("optional-node-operations");
+}
+
+#[test]
+fn optional_node_operations_missing_feature() {
+    Case {
+        features: optional_node_operations_on(),
+        claims: vec![claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: vec![skipping_slice()],
+        expect: Expect::NoFit,
+        ..Default::default()
+    }
+    .run("optional-node-operations-missing-feature");
+}
+
+// Not an upstream case: our reason for the case above.
+#[test]
+fn reasons_name_the_missing_node_feature() {
+    let case = Case {
+        features: optional_node_operations_on(),
+        claims: vec![claim_with_request(CLAIM0, REQ0, CLASS_A)],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: vec![skipping_slice()],
+        ..Default::default()
+    };
+    let Ok(crate::dra::AllocateOutcome::Unschedulable { reasons }) = case.outcome().0 else {
+        panic!("expected Unschedulable");
+    };
+    assert!(
+        reasons.iter().any(|r| r
+            .contains("node node-1 does not declare the DRAOptionalNodeOperations feature")
+            && r.contains("(slice-1)")),
+        "{reasons:?}"
+    );
+}
