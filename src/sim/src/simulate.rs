@@ -40,11 +40,6 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
     let checkpoint = snapshot.checkpoint();
     let signature = snapshot.signature(pod_index);
     let start = snapshot.scan_start(signature);
-    if start > 0 {
-        reasons.push(format!(
-            "{start} node(s) refused an identical pod placed before this one"
-        ));
-    }
     for node_index in start..snapshot.nodes().len() {
         let node_name = snapshot.nodes()[node_index]
             .metadata
@@ -74,6 +69,28 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
     }
     snapshot.refused_before(signature, snapshot.nodes().len());
     snapshot.commit(checkpoint);
+    // The nodes skipped because an identical pod was refused there still
+    // get their own reasons: the report says per node why, and this is only
+    // paid for pods that fit nowhere.
+    let mut skipped = Vec::with_capacity(start);
+    for node_index in 0..start {
+        let node_name = snapshot.nodes()[node_index]
+            .metadata
+            .name
+            .clone()
+            .unwrap_or_default();
+        match snapshot.check(pod_index, node_index, &claims) {
+            Verdict::Refused(reason) | Verdict::Unresolvable(reason) | Verdict::Fatal(reason) => {
+                skipped.push(format!("{node_name}: {reason}"));
+            }
+            // Cannot happen while fit only worsens; say so rather than hide it.
+            Verdict::Fits(_) => skipped.push(format!(
+                "{node_name}: refused an identical pod earlier in this simulation"
+            )),
+        }
+    }
+    skipped.append(&mut reasons);
+    let mut reasons = skipped;
     if reasons.is_empty() {
         reasons.push("no nodes in the snapshot".into());
     }
