@@ -1091,3 +1091,69 @@ fn consumable_capacity_fractional_range_gate_enabled_round_up() {
         "300m",
     );
 }
+
+#[test]
+fn consumable_capacity_rejection_rolls_back_constraints() {
+    let attr_is = |v: &str| {
+        cel(&format!(
+            r#"device.attributes["{DRIVER_A}"].stringAttribute == "{v}""#
+        ))
+    };
+    let mut all_cap = all_sub_request(SUB_REQ0, CLASS_A);
+    all_cap.selectors = Some(vec![attr_is("cap")]);
+    let all_cap = sub_with_capacity_request(all_cap, Some("2"));
+    Case {
+        features: Features {
+            consumable_capacity: true,
+            prioritized_list: true,
+            ..Default::default()
+        },
+        claims: vec![
+            claim(
+                CLAIM0,
+                vec![],
+                vec![with_capacity_request(
+                    request_with(REQ0, CLASS_A, 1, vec![attr_is("cap")]),
+                    Some("2"),
+                )],
+            ),
+            claim(
+                CLAIM1,
+                vec![match_attribute(&[], &format!("{DRIVER_A}/stringAttribute"))],
+                vec![prioritized(
+                    REQ0,
+                    vec![
+                        all_cap,
+                        sub_request_with(SUB_REQ1, CLASS_A, 1, attr_is("fb")),
+                    ],
+                )],
+            ),
+        ],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: one_slice(vec![
+            device(DEVICE1)
+                .capacity(&[(CAPACITY0, "2")])
+                .attrs(&[("stringAttribute", string_attr("cap"))])
+                .multi(),
+            device(DEVICE2).attrs(&[("stringAttribute", string_attr("fb"))]),
+        ]),
+        expect: Expect::Results(vec![
+            alloc(
+                Some(local_selector(NODE1)),
+                vec![res_shared(
+                    REQ0,
+                    DRIVER_A,
+                    POOL1,
+                    DEVICE1,
+                    &[(CAPACITY0, "2")],
+                )],
+            ),
+            alloc(
+                Some(local_selector(NODE1)),
+                vec![res(REQ0_SUB_REQ1, DRIVER_A, POOL1, DEVICE2, false)],
+            ),
+        ]),
+        ..Default::default()
+    }
+    .run("consumable-capacity-rejection-rolls-back-constraints");
+}

@@ -913,3 +913,365 @@ fn partitionable_devices_validation_error_on_non_targeting_slice() {
     }
     .run("partitionable-devices-validation-error-on-non-targeting-slice");
 }
+
+// Cases added upstream in the 1.37 cycle with the counter-cache keying by
+// pool ID and the complete rollback of rejected candidates (kubernetes#140431).
+
+fn c(amount: &str) -> [(&str, &str); 1] {
+    [("c", amount)]
+}
+
+fn one_request(
+    claim_name: &str,
+    request: &str,
+    class: &str,
+) -> k8s_openapi::api::resource::v1::ResourceClaim {
+    claim(
+        claim_name,
+        vec![],
+        vec![request_with_count(request, class, 1)],
+    )
+}
+
+fn request_with_count(
+    name: &str,
+    class: &str,
+    count: i64,
+) -> k8s_openapi::api::resource::v1::DeviceRequest {
+    request(name, class, count)
+}
+
+fn kind(value: &str) -> k8s_openapi::api::resource::v1::DeviceSelector {
+    cel(&format!(
+        r#"device.attributes["{DRIVER_A}"].kind == "{value}""#
+    ))
+}
+
+#[test]
+fn partitionable_all_mode_constraint_must_error_with_reserved_counter() {
+    Case {
+        features: partitionable(),
+        claims: vec![claim(
+            CLAIM0,
+            vec![match_attribute(&[], &format!("{DRIVER_A}/numa"))],
+            vec![all_request(REQ0, CLASS_A)],
+        )],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: pool_with(
+            POOL1,
+            SLICE1,
+            SLICE2,
+            vec![
+                device(DEVICE1).attrs(&[("numa", int_attr(1))]),
+                device(DEVICE2)
+                    .attrs(&[("numa", int_attr(2))])
+                    .consumes(COUNTER_SET1, &c("1"), false),
+            ],
+            counters(COUNTER_SET1, &c("1")),
+        ),
+        expect: Expect::Error(
+            "claim claim-0, request req-0: cannot add device driver-a/pool-1/device-2 because a claim constraint would not be satisfied",
+        ),
+        ..Default::default()
+    }
+    .run("partitionable-all-mode-constraint-must-error-with-reserved-counter");
+}
+
+#[test]
+fn partitionable_devices_counter_quantities_are_not_modified() {
+    Case {
+        features: partitionable(),
+        allocated: vec![id(DRIVER_A, POOL1, DEVICE1)],
+        claims: vec![one_request(CLAIM0, REQ0, CLASS_A)],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: pool_with(
+            POOL1,
+            SLICE1,
+            SLICE2,
+            vec![
+                device(DEVICE1).consumes(COUNTER_SET1, &c("9000000000000000000"), false),
+                device(DEVICE2).consumes(COUNTER_SET1, &c("1"), false),
+            ],
+            counters(COUNTER_SET1, &c("10000000000000000000")),
+        ),
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![res(REQ0, DRIVER_A, POOL1, DEVICE2, false)],
+        )]),
+        ..Default::default()
+    }
+    .run("partitionable-devices-counter-quantities-are-not-modified");
+}
+
+/// driver-a and driver-b each publish a pool named pool-1 (slices 1+2 and
+/// 3+4) with the given device consumption and counter sets.
+fn same_pool_name_two_drivers(
+    a_device: Dev,
+    a_sets: Vec<CounterSet>,
+    b_device: Dev,
+    b_sets: Vec<CounterSet>,
+) -> Vec<ResourceSlice> {
+    let part = |name: &str, driver: &str, devices: Vec<Dev>| {
+        slice(
+            name,
+            Sel::Node(NODE1),
+            resource_pool(POOL1, 2),
+            driver,
+            devices,
+        )
+    };
+    let sets = |name: &str, driver: &str, sets: Vec<CounterSet>| {
+        counter_slice(
+            name,
+            Sel::Node(NODE1),
+            resource_pool(POOL1, 2),
+            driver,
+            sets,
+        )
+    };
+    vec![
+        part(SLICE1, DRIVER_A, vec![a_device]),
+        sets(SLICE2, DRIVER_A, a_sets),
+        part(SLICE3, DRIVER_B, vec![b_device]),
+        sets(SLICE4, DRIVER_B, b_sets),
+    ]
+}
+
+fn two_drivers_claims() -> Vec<k8s_openapi::api::resource::v1::ResourceClaim> {
+    vec![
+        one_request(CLAIM0, REQ0, CLASS_A),
+        one_request(CLAIM1, REQ1, CLASS_B),
+    ]
+}
+
+#[test]
+fn partitionable_devices_counter_cache_scoped_by_pool_id() {
+    Case {
+        features: partitionable(),
+        claims: two_drivers_claims(),
+        classes: vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)],
+        slices: same_pool_name_two_drivers(
+            device(DEVICE1).consumes(COUNTER_SET1, &c("1"), false),
+            counters(COUNTER_SET1, &c("1")),
+            device(DEVICE2).consumes(COUNTER_SET1, &c("2"), false),
+            counters(COUNTER_SET1, &c("2")),
+        ),
+        expect: Expect::Results(vec![
+            alloc(
+                Some(local_selector(NODE1)),
+                vec![res(REQ0, DRIVER_A, POOL1, DEVICE1, false)],
+            ),
+            alloc(
+                Some(local_selector(NODE1)),
+                vec![res(REQ1, DRIVER_B, POOL1, DEVICE2, false)],
+            ),
+        ]),
+        ..Default::default()
+    }
+    .run("partitionable-devices-counter-cache-scoped-by-pool-ID");
+}
+
+#[test]
+fn partitionable_devices_counter_cache_not_crossed_between_driver_schemas() {
+    Case {
+        features: partitionable(),
+        claims: two_drivers_claims(),
+        classes: vec![class(CLASS_A, DRIVER_A), class(CLASS_B, DRIVER_B)],
+        slices: same_pool_name_two_drivers(
+            device(DEVICE1).consumes(COUNTER_SET1, &c("1"), false),
+            counters(COUNTER_SET1, &c("1")),
+            device(DEVICE2).consumes(COUNTER_SET2, &[("d", "2")], false),
+            counters(COUNTER_SET2, &[("d", "1")]),
+        ),
+        expect: Expect::NoFit,
+        ..Default::default()
+    }
+    .run("partitionable-devices-counter-cache-not-crossed-between-driver-schemas");
+}
+
+#[test]
+fn partitionable_devices_taint_releases_counter() {
+    Case {
+        features: Features {
+            device_taints: true,
+            ..partitionable()
+        },
+        claims: vec![one_request(CLAIM0, REQ0, CLASS_A)],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: pool_with(
+            POOL1,
+            SLICE1,
+            SLICE2,
+            vec![
+                device(DEVICE1).taints(&[taint_no_schedule()]).consumes(
+                    COUNTER_SET1,
+                    &c("1"),
+                    false,
+                ),
+                device(DEVICE2).consumes(COUNTER_SET1, &c("1"), false),
+            ],
+            counters(COUNTER_SET1, &c("1")),
+        ),
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![res(REQ0, DRIVER_A, POOL1, DEVICE2, false)],
+        )]),
+        ..Default::default()
+    }
+    .run("partitionable-devices-taint-releases-counter");
+}
+
+#[test]
+fn partitionable_devices_constraint_releases_counter() {
+    let colored = |name: &str, color: &str| {
+        device(name)
+            .attrs(&[("stringAttribute", string_attr(color))])
+            .consumes(COUNTER_SET1, &c("1"), false)
+    };
+    Case {
+        features: partitionable(),
+        claims: vec![claim(
+            CLAIM0,
+            vec![match_attribute(&[], &format!("{DRIVER_A}/stringAttribute"))],
+            vec![request(REQ0, CLASS_A, 2)],
+        )],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: pool_with(
+            POOL1,
+            SLICE1,
+            SLICE2,
+            vec![
+                colored(DEVICE1, "red"),
+                colored(DEVICE2, "blue"),
+                colored(DEVICE3, "blue"),
+            ],
+            counters(COUNTER_SET1, &c("2")),
+        ),
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![
+                res(REQ0, DRIVER_A, POOL1, DEVICE2, false),
+                res(REQ0, DRIVER_A, POOL1, DEVICE3, false),
+            ],
+        )]),
+        ..Default::default()
+    }
+    .run("partitionable-devices-constraint-releases-counter");
+}
+
+#[test]
+fn partitionable_consumable_capacity_backtrack_releases_counter() {
+    Case {
+        features: Features {
+            consumable_capacity: true,
+            ..partitionable()
+        },
+        claims: vec![claim(
+            CLAIM0,
+            vec![],
+            vec![
+                request_with(REQ0, CLASS_A, 1, vec![kind("shared")]),
+                request_with(REQ1, CLASS_A, 1, vec![kind("counteronly")]),
+            ],
+        )],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: pool_with(
+            POOL1,
+            SLICE1,
+            SLICE2,
+            vec![
+                device(DEVICE1)
+                    .attrs(&[("kind", string_attr("shared"))])
+                    .multi()
+                    .consumes(COUNTER_SET1, &c("1"), false),
+                device(DEVICE2).attrs(&[("kind", string_attr("shared"))]),
+                device(DEVICE3)
+                    .attrs(&[("kind", string_attr("counteronly"))])
+                    .consumes(COUNTER_SET1, &c("1"), false),
+            ],
+            counters(COUNTER_SET1, &c("1")),
+        ),
+        expect: Expect::Results(vec![alloc(
+            Some(local_selector(NODE1)),
+            vec![
+                res(REQ0, DRIVER_A, POOL1, DEVICE2, false),
+                res(REQ1, DRIVER_A, POOL1, DEVICE3, false),
+            ],
+        )]),
+        ..Default::default()
+    }
+    .run("partitionable-consumable-capacity-backtrack-releases-counter");
+}
+
+#[test]
+fn partitionable_empty_capacity_multiple_share_backtrack_keeps_counter_ownership() {
+    let attrs = |k: &str, color: &str| {
+        vec![
+            ("kind", string_attr(k)),
+            ("stringAttribute", string_attr(color)),
+        ]
+    };
+    let with = |name: &str, k: &str, color: &str| device(name).attrs(&attrs(k, color));
+    Case {
+        features: Features {
+            consumable_capacity: true,
+            ..partitionable()
+        },
+        claims: vec![
+            claim(
+                CLAIM0,
+                vec![],
+                vec![request_with(REQ0, CLASS_A, 1, vec![kind("shared")])],
+            ),
+            claim(
+                CLAIM1,
+                vec![match_attribute(
+                    &[REQ1, REQ2],
+                    &format!("{DRIVER_A}/stringAttribute"),
+                )],
+                vec![
+                    request_with(
+                        REQ1,
+                        CLASS_A,
+                        1,
+                        vec![cel(&format!(
+                            r#"device.attributes["{DRIVER_A}"].kind == "shared" || device.attributes["{DRIVER_A}"].kind == "fallback""#
+                        ))],
+                    ),
+                    request_with(REQ2, CLASS_A, 1, vec![kind("gate")]),
+                    request_with("req-3", CLASS_A, 1, vec![kind("shared")]),
+                ],
+            ),
+        ],
+        classes: vec![class(CLASS_A, DRIVER_A)],
+        slices: pool_with(
+            POOL1,
+            SLICE1,
+            SLICE2,
+            vec![
+                with(DEVICE1, "shared", "red")
+                    .multi()
+                    .consumes(COUNTER_SET1, &c("1"), false),
+                with(DEVICE2, "fallback", "blue"),
+                with(DEVICE3, "gate", "blue"),
+            ],
+            counters(COUNTER_SET1, &c("1")),
+        ),
+        expect: Expect::Results(vec![
+            alloc(
+                Some(local_selector(NODE1)),
+                vec![res_shared(REQ0, DRIVER_A, POOL1, DEVICE1, &[])],
+            ),
+            alloc(
+                Some(local_selector(NODE1)),
+                vec![
+                    res(REQ1, DRIVER_A, POOL1, DEVICE2, false),
+                    res(REQ2, DRIVER_A, POOL1, DEVICE3, false),
+                    res_shared("req-3", DRIVER_A, POOL1, DEVICE1, &[]),
+                ],
+            ),
+        ]),
+        ..Default::default()
+    }
+    .run("partitionable-empty-capacity-multiple-share-backtrack-keeps-counter-ownership");
+}
