@@ -100,6 +100,46 @@ impl Attempt {
     }
 }
 
+/// How many identical pods one fresh node of a group takes: at least
+/// `per_node`, exactly that many when `exact` (a probe had more waiting).
+#[derive(Debug, Clone)]
+struct Capacity {
+    per_node: usize,
+    exact: bool,
+    per_pod: (i64, i64),
+    refusal: Option<String>,
+}
+
+impl Capacity {
+    /// The probe result for `waiting` identical pods, if known.
+    fn answer(&self, waiting: usize) -> Option<Probe> {
+        if !self.exact && waiting > self.per_node {
+            return None;
+        }
+        let yielded = waiting.min(self.per_node);
+        let count = i64::try_from(yielded).unwrap_or(i64::MAX);
+        Some(Probe {
+            yielded,
+            requested: (self.per_pod.0 * count, self.per_pod.1 * count),
+            refusal: if yielded == 0 {
+                self.refusal.clone()
+            } else {
+                None
+            },
+        })
+    }
+
+    fn learn(&mut self, waiting: usize, probe: &Probe) {
+        if probe.yielded > 0 {
+            let count = i64::try_from(probe.yielded).unwrap_or(i64::MAX);
+            self.per_pod = (probe.requested.0 / count, probe.requested.1 / count);
+        }
+        self.refusal.clone_from(&probe.refusal);
+        self.per_node = self.per_node.max(probe.yielded);
+        self.exact |= probe.yielded < waiting;
+    }
+}
+
 /// What one fresh node of a group takes of a set of waiting members.
 #[derive(Debug, Clone)]
 struct Probe {
@@ -110,10 +150,10 @@ struct Probe {
 
 struct Planner<'a> {
     snapshot: Snapshot,
-    /// Probe results by (group, signature shared by all waiting members,
-    /// how many wait): a fresh node does not depend on the rest of the
-    /// cluster when no pod has anti-affinity, so identical gangs probe once.
-    probes: std::collections::HashMap<(usize, u64, usize), Probe>,
+    /// What one fresh node of a group takes of pods of one signature: a
+    /// fresh node does not depend on the rest of the cluster when no pod has
+    /// anti-affinity, so identical pods are probed once per group.
+    capacities: std::collections::HashMap<(usize, u64), Capacity>,
     groups: &'a [Group],
     budget: Budget,
     used: Vec<usize>,
@@ -156,7 +196,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
         budget: Budget::new(&groups, options.now, options.min_reservation_left),
         used: vec![0; groups.len()],
         snapshot,
-        probes: std::collections::HashMap::new(),
+        capacities: std::collections::HashMap::new(),
         groups: &groups,
         options,
         names,
@@ -307,10 +347,18 @@ impl Planner<'_> {
         let start = self.snapshot.checkpoint();
         let mut best: Option<(Attempt, Option<String>)> = None;
         let mut all_reasons = Vec::new();
+        // With one domain the attempt is kept in place when it lands, instead
+        // of being rolled back and replayed.
+        let single = domains.len() == 1;
+        let mut kept = false;
         for domain in &domains {
             let attempt = self.attempt(gang, &claims, domain.as_deref());
-            self.snapshot.rollback(start);
             let lands = attempt.placements.len() >= gang.needed();
+            if single && lands {
+                kept = true;
+            } else {
+                self.snapshot.rollback(start);
+            }
             if !lands {
                 let prefix = domain
                     .as_ref()
@@ -369,9 +417,14 @@ impl Planner<'_> {
             return;
         }
 
-        // Replay the chosen attempt for real (attempts are deterministic).
-        let (_, domain) = best.unwrap_or_default();
-        let attempt = self.attempt(gang, &claims, domain.as_deref());
+        // Replay the chosen attempt for real (attempts are deterministic),
+        // unless it was kept.
+        let (chosen, domain) = best.unwrap_or_default();
+        let attempt = if kept {
+            chosen
+        } else {
+            self.attempt(gang, &claims, domain.as_deref())
+        };
         self.snapshot.commit(start);
         for (&g, &count) in &attempt.new_nodes {
             self.used[g] += count;
@@ -696,13 +749,24 @@ impl Planner<'_> {
                 continue;
             }
             let g = &self.groups[group];
-            let cache_key = uniform.map(|sig| (group, sig, waiting.len()));
-            let result = match cache_key.and_then(|k| self.probes.get(&k)) {
-                Some(cached) => cached.clone(),
+            let cache_key = uniform.map(|sig| (group, sig));
+            let known = cache_key
+                .and_then(|k| self.capacities.get(&k))
+                .and_then(|c| c.answer(waiting.len()));
+            let result = match known {
+                Some(answer) => answer,
                 None => {
                     let result = self.probe(group, waiting, claims);
                     if let Some(k) = cache_key {
-                        self.probes.insert(k, result.clone());
+                        self.capacities
+                            .entry(k)
+                            .or_insert(Capacity {
+                                per_node: 0,
+                                exact: false,
+                                per_pod: (0, 0),
+                                refusal: None,
+                            })
+                            .learn(waiting.len(), &result);
                     }
                     result
                 }
