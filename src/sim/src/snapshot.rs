@@ -79,6 +79,8 @@ pub struct Snapshot {
     /// Whether any pod has a required anti-affinity term: only then do a
     /// pod's labels decide where it fits.
     labels_matter: bool,
+    /// Generated claims by (namespace, owner `uid:…`/`name:…`, pod claim entry).
+    generated: HashMap<(String, String, String), ObjectKey>,
 }
 
 /// Suffix of the claim the scheduler creates for extended resources served
@@ -172,7 +174,7 @@ impl Snapshot {
             &device_taint_rules,
         );
         let allocated = AllocatedState::from_claims(resource_claims.iter(), &gates);
-        Snapshot {
+        let mut snapshot = Snapshot {
             gates,
             nodes,
             node_index,
@@ -200,7 +202,13 @@ impl Snapshot {
             signatures: Vec::new(),
             cursors: HashMap::new(),
             labels_matter,
+            generated: HashMap::new(),
+        };
+        let keys: Vec<ObjectKey> = snapshot.claims.keys().cloned().collect();
+        for key in &keys {
+            snapshot.index_generated(key);
         }
+        snapshot
     }
 
     /// A hash of everything about a pod that decides where it fits, when that
@@ -598,27 +606,40 @@ impl Snapshot {
         pod_uid: Option<&str>,
         entry: &str,
     ) -> Option<ObjectKey> {
-        self.claims
+        let owner = pod_uid.map_or_else(|| format!("name:{}", pod.1), |uid| format!("uid:{uid}"));
+        self.generated
+            .get(&(pod.0.clone(), owner, entry.to_string()))
+            .cloned()
+    }
+
+    /// Indexes a claim the ResourceClaim controller generated for a pod's
+    /// claim entry, by (namespace, owner, entry), under the owner's uid and
+    /// under its name (a pod read without a uid is matched by name).
+    fn index_generated(&mut self, key: &ObjectKey) {
+        let Some(claim) = self.claims.get(key) else {
+            return;
+        };
+        let Some(entry) = claim
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(POD_CLAIM_NAME_ANNOTATION))
+        else {
+            return;
+        };
+        let owners: Vec<String> = claim
+            .metadata
+            .owner_references
             .iter()
-            .filter(|((ns, _), _)| ns == &pod.0)
-            .find(|(_, claim)| {
-                let annotated = claim
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(POD_CLAIM_NAME_ANNOTATION))
-                    .is_some_and(|v| v == entry);
-                let owned = claim.metadata.owner_references.iter().flatten().any(|o| {
-                    o.kind == "Pod"
-                        && o.controller == Some(true)
-                        && match pod_uid {
-                            Some(uid) => o.uid == uid,
-                            None => o.name == pod.1,
-                        }
-                });
-                annotated && owned
-            })
-            .map(|(key, _)| key.clone())
+            .flatten()
+            .filter(|o| o.kind == "Pod" && o.controller == Some(true))
+            .flat_map(|o| [format!("uid:{}", o.uid), format!("name:{}", o.name)])
+            .collect();
+        for owner in owners {
+            self.generated
+                .entry((key.0.clone(), owner, entry.clone()))
+                .or_insert_with(|| key.clone());
+        }
     }
 
     fn instantiate_claim(
@@ -668,6 +689,7 @@ impl Snapshot {
             status: None,
         };
         self.claims.insert(key.clone(), claim);
+        self.index_generated(&key);
         Ok(key)
     }
 
