@@ -71,6 +71,10 @@ impl Default for PlanOptions {
     }
 }
 
+/// How many waiting members a probe tries on a fresh node: enough to see a
+/// large node fill up, few enough that probing every group stays cheap.
+const PROBE_SAMPLE: usize = 256;
+
 /// One member's place in an attempt.
 #[derive(Debug, Clone)]
 struct Placement {
@@ -206,8 +210,25 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
         ..PlanReport::default()
     };
     let mut scale_ups: BTreeMap<usize, (usize, BTreeSet<String>, usize)> = BTreeMap::new();
-    for gang in &gangs {
-        planner.plan_gang(gang, &mut report, &mut scale_ups);
+    // Single pods of one priority are planned together, as one batch with no
+    // minimum: each lands on its own, but new nodes are chosen for what the
+    // batch fills, not for one pod (which would buy the smallest node that
+    // fits each pod).
+    let mut i = 0;
+    while i < gangs.len() {
+        let is_single = |g: &Gang| g.api == GangApi::Single && g.blocked.is_none();
+        if is_single(&gangs[i]) {
+            let mut j = i;
+            while j < gangs.len() && is_single(&gangs[j]) && gangs[j].priority == gangs[i].priority
+            {
+                j += 1;
+            }
+            planner.plan_singles(&gangs[i..j], &mut report, &mut scale_ups);
+            i = j;
+        } else {
+            planner.plan_gang(&gangs[i], &mut report, &mut scale_ups);
+            i += 1;
+        }
     }
     report.scale_ups = scale_ups
         .into_iter()
@@ -297,6 +318,129 @@ fn api_name(api: GangApi) -> &'static str {
 impl Planner<'_> {
     fn name(&self, pod_index: usize) -> String {
         self.names.get(&pod_index).cloned().unwrap_or_default()
+    }
+
+    /// Plans a batch of single pods: existing nodes first, then new nodes
+    /// chosen for the whole batch; every pod lands or waits on its own.
+    fn plan_singles(
+        &mut self,
+        singles: &[Gang],
+        report: &mut PlanReport,
+        scale_ups: &mut BTreeMap<usize, (usize, BTreeSet<String>, usize)>,
+    ) {
+        let mut claims: BTreeMap<usize, PodClaims> = BTreeMap::new();
+        let mut claim_errors: BTreeMap<usize, String> = BTreeMap::new();
+        for gang in singles {
+            for &pod_index in &gang.pending {
+                match self.snapshot.resolve_claims(pod_index) {
+                    Ok(c) => {
+                        claims.insert(pod_index, c);
+                    }
+                    Err(e) => {
+                        claim_errors.insert(pod_index, e);
+                    }
+                }
+            }
+        }
+        let batch = Gang {
+            api: GangApi::Single,
+            name: String::new(),
+            min_count: 0,
+            pending: singles
+                .iter()
+                .flat_map(|g| g.pending.iter().copied())
+                .collect(),
+            bound: 0,
+            topology_key: None,
+            blocked: None,
+            priority: singles.first().map_or(0, |g| g.priority),
+        };
+        let start = self.snapshot.checkpoint();
+        let attempt = self.attempt(&batch, &claims, None);
+        self.snapshot.commit(start);
+        let placed: BTreeMap<usize, &Placement> = attempt
+            .placements
+            .iter()
+            .map(|p| (p.pod_index, p))
+            .collect();
+        let mut nodes_per_group: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        for (&g, &count) in &attempt.new_nodes {
+            self.used[g] += count;
+            scale_ups.entry(g).or_insert((0, BTreeSet::new(), 0)).0 += count;
+        }
+        let batch_reasons: Vec<String> = attempt
+            .reasons
+            .iter()
+            .filter(|r| r.starts_with("node group"))
+            .cloned()
+            .collect();
+        for gang in singles {
+            for &pod_index in &gang.pending {
+                let name = self.name(pod_index);
+                let (outcome, pod_report) = match (
+                    placed.get(&pod_index),
+                    claim_errors.get(&pod_index),
+                    attempt.errors.get(&pod_index),
+                ) {
+                    (Some(p), _, _) => {
+                        let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
+                        let mut r = self.pod_report(
+                            pod_index,
+                            if p.new_group.is_some() {
+                                Outcome::FitsNewNode
+                            } else {
+                                Outcome::Fits
+                            },
+                            node,
+                            Vec::new(),
+                        );
+                        if let Some(g) = p.new_group {
+                            r.node_group = Some(self.groups[g].name.clone());
+                            nodes_per_group
+                                .entry(g)
+                                .or_default()
+                                .insert(gang.name.clone());
+                        }
+                        r.allocations = Some(p.reported.clone());
+                        (GangOutcome::Lands, r)
+                    }
+                    (None, Some(e), _) => (
+                        GangOutcome::Waits,
+                        self.pod_report(pod_index, Outcome::Unschedulable, None, vec![e.clone()]),
+                    ),
+                    (None, None, Some(e)) => (
+                        GangOutcome::Waits,
+                        self.pod_report(pod_index, Outcome::Error, None, vec![e.clone()]),
+                    ),
+                    (None, None, None) => {
+                        let mut reasons =
+                            vec!["no existing node and no node group can take it".to_string()];
+                        reasons.extend(batch_reasons.iter().cloned());
+                        (GangOutcome::Waits, self.unschedulable(pod_index, reasons))
+                    }
+                };
+                report.pod_groups.push(PodGroupReport {
+                    pod_group: name,
+                    api: api_name(GangApi::Single).to_string(),
+                    outcome,
+                    min_count: 1,
+                    members: vec![self.name(pod_index)],
+                    reasons: if outcome == GangOutcome::Waits {
+                        pod_report.reasons.clone()
+                    } else {
+                        Vec::new()
+                    },
+                });
+                report.pods.push(pod_report);
+            }
+        }
+        for (g, gangs) in nodes_per_group {
+            scale_ups
+                .entry(g)
+                .or_insert((0, BTreeSet::new(), 0))
+                .1
+                .extend(gangs);
+        }
     }
 
     fn plan_gang(
@@ -756,7 +900,10 @@ impl Planner<'_> {
             let result = match known {
                 Some(answer) => answer,
                 None => {
-                    let result = self.probe(group, waiting, claims);
+                    // A fresh node is judged by what the first members fill;
+                    // a big batch need not be tried in full on every group.
+                    let sample = &waiting[..waiting.len().min(PROBE_SAMPLE)];
+                    let result = self.probe(group, sample, claims);
                     if let Some(k) = cache_key {
                         self.capacities
                             .entry(k)
