@@ -7,7 +7,7 @@
 //! 409 and nothing is written. That is what makes "record the upcoming nodes,
 //! then call the provider" safe against double scale-ups.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use dra_api::{NodeGroup, NodeGroupStatus};
@@ -32,11 +32,21 @@ impl StatusError {
     }
 }
 
+/// What we wrote to one NodeGroup since the watch cache last caught up. A loop
+/// writes a group up to three times, and the cache may show any of the
+/// versions those writes replaced for a while.
+struct Written {
+    /// resourceVersions our writes replaced.
+    superseded: BTreeSet<Option<String>>,
+    /// The object as our last write left it.
+    latest: NodeGroup,
+}
+
 /// See the module docs.
 pub struct StatusWriter {
     api: Api<NodeGroup>,
-    /// name → (resourceVersion the write was based on, the object written).
-    written: Mutex<HashMap<String, (Option<String>, NodeGroup)>>,
+    /// Our writes per NodeGroup name.
+    written: Mutex<HashMap<String, Written>>,
 }
 
 impl std::fmt::Debug for StatusWriter {
@@ -55,24 +65,22 @@ impl StatusWriter {
         }
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Option<String>, NodeGroup)>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Written>> {
         self.written
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The newest version of `stored` we know: our own write when the watch
-    /// cache still shows the version that write replaced.
+    /// The newest version of `stored` we know: our own last write while the
+    /// watch cache still shows a version one of our writes replaced.
     #[must_use]
     pub fn freshest(&self, stored: &NodeGroup) -> NodeGroup {
         let name = stored.metadata.name.clone().unwrap_or_default();
         let mut cache = self.cache();
         match cache.get(&name) {
-            Some((before, written)) if *before == stored.metadata.resource_version => {
-                written.clone()
-            }
+            Some(w) if w.superseded.contains(&stored.metadata.resource_version) => w.latest.clone(),
             Some(_) => {
-                // The cache caught up with our write, or someone wrote after us.
+                // The cache caught up with our writes, or someone wrote after us.
                 cache.remove(&name);
                 stored.clone()
             }
@@ -107,10 +115,15 @@ impl StatusWriter {
                 node_group: name.clone(),
                 source,
             })?;
-        self.cache().insert(
-            name,
-            (current.metadata.resource_version.clone(), written.clone()),
-        );
+        let mut cache = self.cache();
+        let entry = cache.entry(name).or_insert_with(|| Written {
+            superseded: BTreeSet::new(),
+            latest: written.clone(),
+        });
+        entry
+            .superseded
+            .insert(current.metadata.resource_version.clone());
+        entry.latest = written.clone();
         Ok(written)
     }
 }

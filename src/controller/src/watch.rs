@@ -11,7 +11,6 @@
 //! a cluster without them simply has no store for them.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use dra_api::NodeGroup;
 use futures::TryStreamExt;
@@ -119,7 +118,7 @@ pub struct Stores {
     priority_classes: Store<PriorityClass>,
     node_groups: Store<NodeGroup>,
     gangs: Vec<(ApiResource, Store<DynamicObject>)>,
-    ready: Arc<AtomicBool>,
+    ready: tokio::sync::watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -160,7 +159,7 @@ impl Stores {
     /// Whether every store has finished its first list.
     #[must_use]
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        *self.ready.borrow()
     }
 
     /// What the stores hold now.
@@ -255,6 +254,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
     let mut tasks = Vec::new();
     let trigger = Arc::new(Notify::new());
     let all = watcher::Config::default;
+    let (ready_tx, ready_rx) = tokio::sync::watch::channel(false);
 
     let (pods, pod_writer) = reflector::store();
     let pod_trigger = trigger.clone();
@@ -307,14 +307,17 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         priority_classes: typed(client, &mut tasks, all()),
         node_groups: typed(client, &mut tasks, all()),
         gangs,
-        ready: Arc::new(AtomicBool::new(false)),
+        ready: ready_rx,
     };
 
+    // kube-runtime's readiness signal wakes a single waiter, so exactly one
+    // task waits on the stores and everyone else watches its flag.
     let waiting = stores.clone();
     tasks.push(tokio::spawn(async move {
-        let _ = waiting.wait_all().await;
-        waiting.ready.store(true, Ordering::Release);
-        tracing::info!("all watches listed");
+        if waiting.wait_all().await.is_ok() {
+            ready_tx.send_replace(true);
+            tracing::info!("all watches listed");
+        }
     }));
     Watches {
         stores,
@@ -344,11 +347,12 @@ impl Stores {
         Ok(())
     }
 
-    /// Waits until every store has listed once.
+    /// Waits until every store has listed once (forever if a watch task
+    /// ended before its first list).
     pub async fn wait_ready(&self) {
-        // A dropped writer means its task ended; readiness then never comes.
-        if self.wait_all().await.is_ok() {
-            self.ready.store(true, Ordering::Release);
+        let mut ready = self.ready.clone();
+        if ready.wait_for(|r| *r).await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
 }
