@@ -259,7 +259,7 @@ impl Autoscaler {
     }
 
     async fn plan(&self, objects: dra_sim::ClusterObjects, now: Timestamp) -> Option<PlanReport> {
-        let gates = self.config.gates.clone();
+        let gates = self.config.gates;
         let mut options = self.config.plan.clone();
         options.now = Some(now);
         let plan_started = Instant::now();
@@ -389,11 +389,13 @@ impl Autoscaler {
             names.join(", ")
         );
         let status = &mut rec.status;
-        if let Some(last) = status.last_scale_up.as_mut() {
-            if rec.timed_out.iter().any(|e| e.requested_at == last.time) {
-                last.outcome = ScaleUpOutcome::Failed;
-                last.message.clone_from(&message);
-            }
+        if let Some(last) = status
+            .last_scale_up
+            .as_mut()
+            .filter(|last| rec.timed_out.iter().any(|e| e.requested_at == last.time))
+        {
+            last.outcome = ScaleUpOutcome::Failed;
+            last.message.clone_from(&message);
         }
         let until = backoff::enter(
             &self.config.backoff,
