@@ -81,6 +81,8 @@ pub struct Snapshot {
     labels_matter: bool,
     /// Generated claims by (namespace, owner `uid:…`/`name:…`, pod claim entry).
     generated: HashMap<(String, String, String), ObjectKey>,
+    /// PreFilter results of pods whose result does not depend on placements.
+    stateless_prepared: HashMap<usize, Result<PreparedPod, String>>,
 }
 
 /// Suffix of the claim the scheduler creates for extended resources served
@@ -203,6 +205,7 @@ impl Snapshot {
             cursors: HashMap::new(),
             labels_matter,
             generated: HashMap::new(),
+            stateless_prepared: HashMap::new(),
         };
         let keys: Vec<ObjectKey> = snapshot.claims.keys().cloned().collect();
         for key in &keys {
@@ -378,13 +381,28 @@ impl Snapshot {
     /// Runs the filters, checks the pod's allocated claims are usable here,
     /// then allocates its other claims. Nothing is committed.
     pub fn check(&mut self, pod_index: usize, node_index: usize, claims: &PodClaims) -> Verdict {
-        let fresh =
-            matches!(&self.prepared, Some((p, g, _)) if *p == pod_index && *g == self.generation);
-        if !fresh {
-            let prepared = self.filters.prepare(&self.pods[pod_index], &self.nodes);
-            self.prepared = Some((pod_index, self.generation, prepared));
+        // A pod without spread or pod-affinity terms, in a cluster without
+        // anti-affinity, prepares to the same result whatever is placed:
+        // keep it. Others are prepared again after every change.
+        let stateless = !self.labels_matter && self.signature(pod_index).is_some();
+        if stateless {
+            if !self.stateless_prepared.contains_key(&pod_index) {
+                let prepared = self.filters.prepare(&self.pods[pod_index], &self.nodes);
+                self.stateless_prepared.insert(pod_index, prepared);
+            }
+        } else {
+            let fresh = matches!(&self.prepared, Some((p, g, _)) if *p == pod_index && *g == self.generation);
+            if !fresh {
+                let prepared = self.filters.prepare(&self.pods[pod_index], &self.nodes);
+                self.prepared = Some((pod_index, self.generation, prepared));
+            }
         }
-        let Some((_, _, prepared)) = &self.prepared else {
+        let entry = if stateless {
+            self.stateless_prepared.get(&pod_index)
+        } else {
+            self.prepared.as_ref().map(|(_, _, p)| p)
+        };
+        let Some(prepared) = entry else {
             return Verdict::Unresolvable("internal: PreFilter result missing".into());
         };
         let prepared = match prepared {

@@ -1,0 +1,41 @@
+//! One plan of Karpenter's benchmark workload, for profilers and for a quick
+//! look at the plan: `cargo run --release -p dra-benches --example
+//! profile_karpenter -- 10000 [plain]` (`plain`: generic pods and one
+//! offering per shape, the planner benchmark (a) shape).
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000);
+    let plain = std::env::args().nth(2).is_some_and(|a| a == "plain");
+    let mut objects = dra_benches::karpenter::workload(n);
+    if plain {
+        objects.extra.retain(|g| {
+            g.value
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|n| n.ends_with("-test-zone-1-on-demand"))
+        });
+        objects.pods = dra_benches::karpenter::pods(5 * n)
+            .into_iter()
+            .take(n)
+            .collect();
+    }
+    let started = std::time::Instant::now();
+    let report = dra_plan::plan(
+        objects,
+        dra_sim::FeatureGates::default(),
+        &dra_plan::PlanOptions::default(),
+    );
+    let elapsed = started.elapsed();
+    let nodes: usize = report.scale_ups.iter().map(|s| s.count).sum();
+    let price: f64 = report.scale_ups.iter().map(|s| s.price_per_hour).sum();
+    eprintln!(
+        "{} pods planned in {elapsed:?}: {nodes} nodes, {price:.2}/h",
+        report.pods.len()
+    );
+    for s in report.scale_ups.iter().take(20) {
+        eprintln!("  {} +{}", s.node_group, s.count);
+    }
+}
