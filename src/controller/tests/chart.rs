@@ -281,6 +281,23 @@ fn check(values: &str, text: &str) -> Rendered {
 }
 
 #[test]
+fn chart_readme_documents_every_flag() {
+    let readme = std::fs::read_to_string(chart_dir().join("README.md")).expect("chart README");
+    let command = RunArgs::augment_args(clap::Command::new("run"));
+    for arg in command.get_arguments() {
+        let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) else {
+            continue;
+        };
+        let env = env.to_string_lossy();
+        assert!(readme.contains(&format!("`{env}`")), "README lacks {env}");
+        assert!(
+            readme.contains(&format!("`--{long}")),
+            "README lacks --{long}"
+        );
+    }
+}
+
+#[test]
 fn chart_lints_and_renders_every_value_set() {
     let helm = helm();
     let chart = chart_dir();
