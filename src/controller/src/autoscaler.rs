@@ -291,21 +291,33 @@ impl Autoscaler {
         now: Timestamp,
         summary: &mut LoopSummary,
     ) -> (BTreeMap<String, NodeGroup>, Vec<String>) {
-        let mut registered: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        // Per group: how many nodes registered, and their names and provider
+        // ids (providers answer a scale-up with instance ids).
+        let mut registered: BTreeMap<&str, (usize, BTreeSet<String>)> = BTreeMap::new();
         for node in &inputs.nodes {
             if let (Some(group), Some(name)) = (node_group_of(node), node.metadata.name.as_ref()) {
-                registered.entry(group).or_default().insert(name.clone());
+                let entry = registered.entry(group).or_default();
+                entry.0 += 1;
+                entry.1.insert(name.clone());
+                if let Some(id) = node.spec.as_ref().and_then(|s| s.provider_id.clone()) {
+                    entry.1.insert(id);
+                }
             }
         }
-        let empty = BTreeSet::new();
+        let empty = (0, BTreeSet::new());
         let mut desired: BTreeMap<String, (NodeGroup, NodeGroupStatus)> = BTreeMap::new();
         for stored in &inputs.node_groups {
             let group = self.status.freshest(stored);
             let name = name_of(&group);
             let current = group.status.clone().unwrap_or_default();
-            let nodes = registered.get(name.as_str()).unwrap_or(&empty);
-            let mut rec =
-                inflight::reconcile(&current, nodes, now, self.config.max_node_provision_time);
+            let (count, ids) = registered.get(name.as_str()).unwrap_or(&empty);
+            let mut rec = inflight::reconcile(
+                &current,
+                *count,
+                ids,
+                now,
+                self.config.max_node_provision_time,
+            );
             if !rec.timed_out.is_empty() {
                 self.give_up(&group, &mut rec, now, summary).await;
             }

@@ -7,7 +7,8 @@
 //! the provider was asked to reach. Each loop reconciles the record against the
 //! Nodes that registered:
 //!
-//! - an entry whose name is a registered Node of the group is done;
+//! - an entry whose name is a registered Node of the group, by name or by
+//!   `spec.providerID` (providers answer with instance ids), is done;
 //! - registered nodes that match no entry by name still account for entries:
 //!   when `targetSize - registered` drops below the number of entries, the
 //!   oldest entries are done (providers do not always know node names up front);
@@ -33,15 +34,16 @@ pub struct Reconciled {
     pub registered: usize,
 }
 
-/// Reconciles `status` with the group's registered nodes at `now`.
+/// Reconciles `status` with the group's `registered` nodes at `now`;
+/// `known_ids` holds their names and provider ids.
 #[must_use]
 pub fn reconcile(
     status: &NodeGroupStatus,
-    registered_nodes: &BTreeSet<String>,
+    registered: usize,
+    known_ids: &BTreeSet<String>,
     now: Timestamp,
     max_provision_time: SignedDuration,
 ) -> Reconciled {
-    let registered = registered_nodes.len();
     let mut entries: Vec<UpcomingNode> = status.upcoming_nodes.clone();
     entries.sort_by(|a, b| {
         a.requested_at
@@ -50,7 +52,7 @@ pub fn reconcile(
             .then_with(|| a.name.cmp(&b.name))
     });
     let before = entries.len();
-    entries.retain(|e| !registered_nodes.contains(&e.name));
+    entries.retain(|e| !known_ids.contains(&e.name));
 
     // Registered nodes the entries do not name: the provider's names differ
     // from our placeholders. The target tells how many are still missing.
@@ -140,7 +142,7 @@ mod tests {
             upcoming_nodes: vec![entry("a", 60), entry("b", 60), entry("c", 60)],
             ..Default::default()
         };
-        let r = reconcile(&status, &names(&["old"]), now(), MAX);
+        let r = reconcile(&status, 1, &names(&["old"]), now(), MAX);
         assert_eq!(r.status.upcoming_size, 3);
         assert_eq!(r.status.current_size, 1);
         assert_eq!(r.status.target_size, 4);
@@ -154,7 +156,7 @@ mod tests {
             upcoming_nodes: vec![entry("a", 60), entry("b", 30)],
             ..Default::default()
         };
-        let r = reconcile(&status, &names(&["b"]), now(), MAX);
+        let r = reconcile(&status, 1, &names(&["b"]), now(), MAX);
         assert_eq!(r.status.upcoming_nodes, vec![entry("a", 60)]);
         assert_eq!(r.status.upcoming_size, 1);
         assert_eq!(r.registered, 1);
@@ -168,11 +170,11 @@ mod tests {
             upcoming_nodes: vec![entry("req-1", 30), entry("req-0", 60)],
             ..Default::default()
         };
-        let r = reconcile(&status, &names(&["seed", "i-0abc"]), now(), MAX);
+        let r = reconcile(&status, 2, &names(&["seed", "i-0abc"]), now(), MAX);
         assert_eq!(r.status.upcoming_nodes, vec![entry("req-1", 30)]);
         assert_eq!(r.status.target_size, 3);
         // Reconciling again changes nothing: the same node is not counted twice.
-        let again = reconcile(&r.status, &names(&["seed", "i-0abc"]), now(), MAX);
+        let again = reconcile(&r.status, 2, &names(&["seed", "i-0abc"]), now(), MAX);
         assert_eq!(again.status, r.status);
     }
 
@@ -183,7 +185,7 @@ mod tests {
             upcoming_nodes: vec![entry("slow", 16 * 60), entry("fresh", 60)],
             ..Default::default()
         };
-        let r = reconcile(&status, &BTreeSet::new(), now(), MAX);
+        let r = reconcile(&status, 0, &BTreeSet::new(), now(), MAX);
         assert_eq!(r.timed_out, vec![entry("slow", 16 * 60)]);
         assert_eq!(r.status.upcoming_nodes, vec![entry("fresh", 60)]);
         assert_eq!(r.status.target_size, 1);

@@ -10,7 +10,7 @@ use dra_api::{CapacityType, NodeGroup, NodeGroupSpec, NodeTemplate};
 use dra_controller::autoscaler::{Autoscaler, LoopConfig, LoopSummary};
 use dra_controller::backoff::BackoffPolicy;
 use dra_controller::events::EventSink;
-use dra_controller::executor::memory::InMemoryProvider;
+use dra_controller::executor::ScaleExecutor;
 use dra_controller::metrics::Metrics;
 use dra_controller::watch::{self, Watches};
 use dra_fake_apiserver::FakeApiServer;
@@ -60,13 +60,24 @@ pub async fn cluster() -> FakeApiServer {
         .expect("fake API server starts")
 }
 
-/// An on-demand group of 4-CPU machines named `name`, at most `max` nodes.
+/// An on-demand group of 4-CPU machines named `name`, at most `max` nodes,
+/// known to the provider as `{name}-pool`.
 pub async fn create_node_group(client: &Client, name: &str, max: i32) -> NodeGroup {
+    create_node_group_with_id(client, name, &format!("{name}-pool"), max).await
+}
+
+/// As [`create_node_group`], with the provider's id of the group.
+pub async fn create_node_group_with_id(
+    client: &Client,
+    name: &str,
+    provider_id: &str,
+    max: i32,
+) -> NodeGroup {
     let group = NodeGroup::new(
         name,
         NodeGroupSpec {
             provider: "fake".into(),
-            provider_id: format!("{name}-pool"),
+            provider_id: provider_id.into(),
             min_size: 0,
             max_size: max,
             capacity_type: CapacityType::OnDemand,
@@ -184,7 +195,7 @@ pub struct Controller {
 
 impl Controller {
     /// Starts watching and waits for the first lists, like a fresh process.
-    pub async fn start(client: &Client, provider: Arc<InMemoryProvider>) -> Self {
+    pub async fn start(client: &Client, provider: Arc<dyn ScaleExecutor>) -> Self {
         let optional = watch::discover(client).await.expect("discovery");
         let watches = watch::start(client, &optional);
         tokio::time::timeout(Duration::from_secs(10), watches.stores.wait_ready())
