@@ -211,6 +211,20 @@ pub async fn run_until(
         tokio::spawn(elector.run(leading_tx, shutdown.clone()))
     });
 
+    // The gauge follows leadership as it changes, not only at loop ticks.
+    let gauge = metrics.clone();
+    let mut leading_changes = leading_rx.clone();
+    let leader_gauge_task = tokio::spawn(async move {
+        loop {
+            gauge
+                .leader
+                .set(i64::from(*leading_changes.borrow_and_update()));
+            if leading_changes.changed().await.is_err() {
+                break;
+            }
+        }
+    });
+
     let expander: Expander = args.expander.parse().map_err(anyhow::Error::msg)?;
     let autoscaler = Autoscaler::new(
         client.clone(),
@@ -270,6 +284,7 @@ pub async fn run_until(
 
     // Stop acting first, then give the lease up, then stop serving.
     ready_task.abort();
+    leader_gauge_task.abort();
     if let Some(task) = elector_task {
         let _ = task.await;
     }
