@@ -3,6 +3,9 @@
 //! places every pod where the plan put it with all filters satisfied — and
 //! every pod lands. The node count is printed beside Karpenter's (n/5).
 
+// Test helpers may unwrap: a failure is the test failing.
+#![allow(clippy::unwrap_used)]
+
 use dra_benches::{gangs, karpenter, replay};
 use dra_plan::{PlanOptions, plan};
 use dra_sim::FeatureGates;

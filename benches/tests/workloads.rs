@@ -1,5 +1,8 @@
 //! The benchmark workloads are what they claim to be.
 
+// Test helpers may unwrap: a failure is the test failing.
+#![allow(clippy::unwrap_used)]
+
 use dra_benches::{gpu_cluster, karpenter};
 use dra_sim::FeatureGates;
 use dra_sim::report::Outcome;

@@ -73,13 +73,13 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
     for (e, a) in eg.iter().zip(ag) {
         let name = e["podGroup"].as_str().unwrap_or("?");
         for field in ["podGroup", "outcome", "minCount", "members"] {
-            if let Some(ev) = e.get(field) {
-                if !a.get(field).is_some_and(|av| same(ev, av)) {
-                    problems.push(format!(
-                        "podGroup {name}: {field} expected {ev} got {}",
-                        a.get(field).unwrap_or(&Value::Null)
-                    ));
-                }
+            if let Some(ev) = e.get(field)
+                && !a.get(field).is_some_and(|av| same(ev, av))
+            {
+                problems.push(format!(
+                    "podGroup {name}: {field} expected {ev} got {}",
+                    a.get(field).unwrap_or(&Value::Null)
+                ));
             }
         }
         let reasons: Vec<&str> = list(a, "reasons")
@@ -109,13 +109,13 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
                 ));
             }
         }
-        if let Some(ev) = e.get("allocations") {
-            if !a.get("allocations").is_some_and(|av| same(ev, av)) {
-                problems.push(format!(
-                    "pod {name}: allocations differ: {}",
-                    a.get("allocations").unwrap_or(&Value::Null)
-                ));
-            }
+        if let Some(ev) = e.get("allocations")
+            && !a.get("allocations").is_some_and(|av| same(ev, av))
+        {
+            problems.push(format!(
+                "pod {name}: allocations differ: {}",
+                a.get("allocations").unwrap_or(&Value::Null)
+            ));
         }
     }
     for e in list(expected, "nodeGroupErrors") {

@@ -1,6 +1,9 @@
 //! Gang detection per API flavour, from the upstream semantics in the spec
 //! digest §7 (Workload/PodGroup, coscheduling, Volcano, Kueue).
 
+// Test helpers may unwrap: a failure is the test failing.
+#![allow(clippy::unwrap_used)]
+
 use dra_plan::gang::{GANG_KINDS, Gang, GangApi, detect_gangs};
 use dra_sim::pods::is_pending;
 use dra_sim::{FeatureGates, Loader};

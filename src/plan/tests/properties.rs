@@ -3,6 +3,9 @@
 //! the planned nodes made real, no further growth allowed — lands every gang
 //! it said lands.
 
+// Test helpers may unwrap: a failure is the test failing.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
