@@ -73,6 +73,8 @@ pub struct Inputs {
     pub node_groups: Vec<Arc<NodeGroup>>,
     /// Objects of every gang API the cluster serves.
     pub gang_objects: Vec<GangObject>,
+    /// `spec.workloadRef` of pods on 1.35 clusters, by (namespace, name).
+    pub pod_workload_refs: BTreeMap<(String, String), serde_json::Value>,
 }
 
 /// Settings of the conversion.
@@ -258,6 +260,9 @@ pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions)
         .map(|o| DeviceTaintRule::clone(o))
         .collect();
 
+    objects
+        .pod_workload_refs
+        .clone_from(&inputs.pod_workload_refs);
     objects.extra.extend(node_groups.iter().filter_map(extra));
     objects
         .extra

@@ -118,6 +118,10 @@ pub struct Stores {
     priority_classes: Store<PriorityClass>,
     node_groups: Store<NodeGroup>,
     gangs: Vec<(ApiResource, Store<DynamicObject>)>,
+    /// Pods as untyped objects, only on clusters serving the 1.35
+    /// `scheduling.k8s.io/v1alpha1` Workload API: their `spec.workloadRef`
+    /// was removed from the Pod type in 1.36, so the typed store drops it.
+    legacy_pods: Option<Store<DynamicObject>>,
     ready: tokio::sync::watch::Receiver<bool>,
 }
 
@@ -181,6 +185,11 @@ impl Stores {
             daemon_sets: self.daemon_sets.state(),
             priority_classes: self.priority_classes.state(),
             node_groups: self.node_groups.state(),
+            pod_workload_refs: self
+                .legacy_pods
+                .as_ref()
+                .map(|store| workload_refs(&store.state()))
+                .unwrap_or_default(),
             gang_objects: self
                 .gangs
                 .iter()
@@ -194,6 +203,33 @@ impl Stores {
                 .collect(),
         }
     }
+}
+
+/// `spec.workloadRef` of untyped pods, by (namespace, name).
+fn workload_refs(
+    pods: &[Arc<DynamicObject>],
+) -> std::collections::BTreeMap<(String, String), serde_json::Value> {
+    pods.iter()
+        .filter_map(|pod| {
+            let reference = pod.data.pointer("/spec/workloadRef")?.clone();
+            let key = (
+                pod.metadata
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".into()),
+                pod.metadata.name.clone().unwrap_or_default(),
+            );
+            Some((key, reference))
+        })
+        .collect()
+}
+
+/// Whether the cluster serves the 1.35 Workload API, whose pods link to it
+/// through `spec.workloadRef`.
+fn serves_workload_v1alpha1(optional: &OptionalApis) -> bool {
+    optional.gangs.iter().any(|ar| {
+        ar.group == "scheduling.k8s.io" && ar.kind == "Workload" && ar.version == "v1alpha1"
+    })
 }
 
 fn spawn_reflector<K>(
@@ -261,6 +297,20 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
     // Finished pods hold no resources: the API server filters them out, as
     // cluster-autoscaler's pod lister does.
     let pod_config = all().fields("status.phase!=Succeeded,status.phase!=Failed");
+    let legacy_pods = serves_workload_v1alpha1(optional).then(|| {
+        let ar = ApiResource::erase::<Pod>(&());
+        let writer = Writer::<DynamicObject>::new(ar.clone());
+        let reader = writer.as_reader();
+        spawn_reflector(
+            "Pod (spec.workloadRef)".into(),
+            Api::<DynamicObject>::all_with(client.clone(), &ar),
+            pod_config.clone(),
+            writer,
+            &mut tasks,
+            |_| {},
+        );
+        reader
+    });
     spawn_reflector(
         "Pod".into(),
         Api::<Pod>::all(client.clone()),
@@ -307,6 +357,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         priority_classes: typed(client, &mut tasks, all()),
         node_groups: typed(client, &mut tasks, all()),
         gangs,
+        legacy_pods,
         ready: ready_rx,
     };
 
@@ -336,6 +387,9 @@ impl Stores {
         self.resource_claims.wait_until_ready().await?;
         self.resource_claim_templates.wait_until_ready().await?;
         if let Some(s) = &self.device_taint_rules {
+            s.wait_until_ready().await?;
+        }
+        if let Some(s) = &self.legacy_pods {
             s.wait_until_ready().await?;
         }
         self.daemon_sets.wait_until_ready().await?;
@@ -373,6 +427,45 @@ mod tests {
             kind: kind.into(),
             plural: format!("{}s", kind.to_lowercase()),
         }
+    }
+
+    #[test]
+    fn workload_refs_of_1_35_pods_are_kept_by_namespace_and_name() {
+        let pod = |name: &str, spec: serde_json::Value| {
+            let mut object = DynamicObject::new(name, &ApiResource::erase::<Pod>(&())).within("ml");
+            object.data = serde_json::json!({ "spec": spec });
+            Arc::new(object)
+        };
+        let pods = vec![
+            pod(
+                "w-0",
+                serde_json::json!({"workloadRef": {"name": "trainer", "podGroup": "workers"}}),
+            ),
+            pod("solo", serde_json::json!({"containers": []})),
+        ];
+        let refs = workload_refs(&pods);
+        assert_eq!(refs.len(), 1);
+        assert_eq!(
+            refs[&("ml".to_string(), "w-0".to_string())]["podGroup"],
+            "workers"
+        );
+    }
+
+    #[test]
+    fn only_clusters_serving_workload_v1alpha1_watch_untyped_pods() {
+        let served = |version: &str| OptionalApis {
+            gangs: vec![ApiResource {
+                group: "scheduling.k8s.io".into(),
+                version: version.into(),
+                api_version: format!("scheduling.k8s.io/{version}"),
+                kind: "Workload".into(),
+                plural: "workloads".into(),
+            }],
+            device_taint_rules: false,
+        };
+        assert!(serves_workload_v1alpha1(&served("v1alpha1")));
+        assert!(!serves_workload_v1alpha1(&served("v1alpha3")));
+        assert!(!serves_workload_v1alpha1(&OptionalApis::default()));
     }
 
     #[test]
