@@ -144,6 +144,7 @@ impl SimulateArgs {
         let options = self.plan_options()?;
         let mut loader = Loader::new();
         loader.keep_kind("dra-autoscaler.io", "NodeGroup");
+        loader.keep_kind("apps", "DaemonSet");
         for (group, kind) in dra_plan::gang::GANG_KINDS {
             loader.keep_kind(group, kind);
         }

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dra_sim::FeatureGates;
-use dra_sim::objects::ClusterObjects;
+use dra_sim::objects::{ClusterObjects, ExtraObject};
 use dra_sim::report::{Outcome, PodReport};
 use dra_sim::simulate::report_allocations;
 use dra_sim::snapshot::{PodClaims, Snapshot, Verdict, key_string, object_key};
@@ -154,6 +154,8 @@ struct Probe {
 
 struct Planner<'a> {
     snapshot: Snapshot,
+    /// The pod every DaemonSet would run on a new node.
+    daemon_pods: Vec<Pod>,
     /// What one fresh node of a group takes of pods of one signature: a
     /// fresh node does not depend on the rest of the cluster when no pod has
     /// anti-affinity, so identical pods are probed once per group.
@@ -172,6 +174,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
     let (groups, node_group_errors) = read_groups(&objects.extra, &objects.nodes);
     add_missing_template_slices(&mut objects, &groups);
     let extra = std::mem::take(&mut objects.extra);
+    let daemon_pods = daemon_pods(&extra);
     let workload_refs = std::mem::take(&mut objects.pod_workload_refs);
     let mut snapshot = Snapshot::new(objects, gates);
 
@@ -200,6 +203,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
         budget: Budget::new(&groups, options.now, options.min_reservation_left),
         used: vec![0; groups.len()],
         snapshot,
+        daemon_pods,
         capacities: std::collections::HashMap::new(),
         groups: &groups,
         options,
@@ -245,6 +249,29 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
         })
         .collect();
     report
+}
+
+/// The pod each DaemonSet among `extra` runs on every node it selects:
+/// `spec.template` with the DaemonSet's namespace, named after it (the node
+/// name is appended per node).
+fn daemon_pods(extra: &[ExtraObject]) -> Vec<Pod> {
+    extra
+        .iter()
+        .filter(|o| o.kind == "DaemonSet" && o.api_version == "apps/v1")
+        .filter_map(|o| {
+            let template = o.value.pointer("/spec/template")?.clone();
+            let mut pod: Pod = serde_json::from_value(template).ok()?;
+            let meta = o.value.get("metadata")?;
+            pod.metadata.name = meta.get("name")?.as_str().map(str::to_string);
+            pod.metadata.namespace = Some(
+                meta.get("namespace")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("default")
+                    .to_string(),
+            );
+            Some(pod)
+        })
+        .collect()
 }
 
 /// Existing nodes of a group whose drivers have not published their slices
@@ -799,7 +826,40 @@ impl Planner<'_> {
         let (node, slices) = template_node(g, &format!("{}-new-{ordinal}", g.name));
         *attempt.new_nodes.entry(group).or_default() += 1;
         attempt.cost += g.spec.price_per_hour;
-        self.snapshot.add_node(node, slices)
+        let node_index = self.snapshot.add_node(node, slices);
+        self.add_daemon_pods(node_index);
+        node_index
+    }
+
+    /// Places on a new node the pod of every DaemonSet whose pod the
+    /// scheduler would put there, so that they count against it.
+    fn add_daemon_pods(&mut self, node_index: usize) {
+        let node_name = self.snapshot.nodes()[node_index]
+            .metadata
+            .name
+            .clone()
+            .unwrap_or_default();
+        for template in &self.daemon_pods {
+            let mut pod = template.clone();
+            let base = pod.metadata.name.take().unwrap_or_default();
+            pod.metadata.name = Some(format!("{base}-{node_name}"));
+            let before = self.snapshot.checkpoint();
+            let pod_index = self.snapshot.add_pod(pod);
+            let placed = match self.snapshot.resolve_claims(pod_index) {
+                Ok(claims) => match self.snapshot.check(pod_index, node_index, &claims) {
+                    Verdict::Fits(allocations) => {
+                        self.snapshot
+                            .bind(pod_index, node_index, &claims, allocations);
+                        true
+                    }
+                    _ => false,
+                },
+                Err(_) => false,
+            };
+            if !placed {
+                self.snapshot.rollback(before);
+            }
+        }
     }
 
     /// Places waiting members on `node_index` (first fit, in order); returns
@@ -952,6 +1012,7 @@ impl Planner<'_> {
         let g = &self.groups[group];
         let (node, slices) = template_node(g, &format!("{}-probe", g.name));
         let node_index = self.snapshot.add_node(node, slices);
+        self.add_daemon_pods(node_index);
         let mut result = Probe {
             yielded: 0,
             requested: (0, 0),

@@ -122,6 +122,7 @@ pub struct Checkpoint(usize);
 #[derive(Debug)]
 enum Undo {
     NodeAdded,
+    PodAdded,
     Cursor {
         signature: u64,
         previous: Option<usize>,
@@ -307,6 +308,14 @@ impl Snapshot {
         index
     }
 
+    /// Adds a pod that does not exist yet (a DaemonSet's pod for a template
+    /// node), unbound; returns its index.
+    pub fn add_pod(&mut self, pod: Pod) -> usize {
+        self.pods.push(pod);
+        self.undo.push(Undo::PodAdded);
+        self.pods.len() - 1
+    }
+
     /// Marks the current state so that [`Snapshot::rollback`] can return to it.
     pub fn checkpoint(&self) -> Checkpoint {
         Checkpoint(self.undo.len())
@@ -339,6 +348,15 @@ impl Snapshot {
                         self.cursors.remove(&signature);
                     }
                 },
+                Undo::PodAdded => {
+                    let index = self.pods.len().saturating_sub(1);
+                    self.pods.pop();
+                    self.signatures.truncate(index);
+                    self.stateless_prepared.remove(&index);
+                    if matches!(&self.prepared, Some((p, _, _)) if *p == index) {
+                        self.prepared = None;
+                    }
+                }
                 Undo::NodeAdded => {
                     self.filters.remove_last_node();
                     if let Some(node) = self.nodes.pop() {
