@@ -8,7 +8,7 @@ use dra_sim::{Loaded, Loader};
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// A path could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         /// The path.
         path: PathBuf,
