@@ -176,19 +176,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
     let extra = std::mem::take(&mut objects.extra);
     let daemon_pods = daemon_pods(&extra);
     let workload_refs = std::mem::take(&mut objects.pod_workload_refs);
-    let mut snapshot = Snapshot::new(objects, gates);
-
-    // Nodes already requested count as capacity, so the same pods never
-    // trigger a second scale-up while those nodes boot.
-    for group in &groups {
-        for i in 0..group.upcoming {
-            let (node, slices) = template_node(group, &format!("{}-upcoming-{i}", group.name));
-            snapshot.add_node(node, slices);
-        }
-    }
-    let base = snapshot.checkpoint();
-    snapshot.commit(base);
-
+    let snapshot = Snapshot::new(objects, gates);
     let pending = snapshot.pending_pods();
     let mut gangs = detect_gangs(snapshot.pods(), &pending, &extra, &workload_refs, &gates);
     gangs = split_satisfied_gangs(gangs);
@@ -209,6 +197,16 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
         options,
         names,
     };
+    // Nodes already requested count as capacity (with their DaemonSet pods),
+    // so the same pods never trigger a second scale-up while those nodes boot.
+    for group in &groups {
+        for i in 0..group.upcoming {
+            let (node, slices) = template_node(group, &format!("{}-upcoming-{i}", group.name));
+            let node_index = planner.snapshot.add_node(node, slices);
+            planner.add_daemon_pods(node_index);
+        }
+    }
+    planner.snapshot.seal();
     let mut report = PlanReport {
         node_group_errors,
         ..PlanReport::default()
@@ -385,6 +383,7 @@ impl Planner<'_> {
         let start = self.snapshot.checkpoint();
         let attempt = self.attempt(&batch, &claims, None);
         self.snapshot.commit(start);
+        self.snapshot.seal();
         let placed: BTreeMap<usize, &Placement> = attempt
             .placements
             .iter()
@@ -597,6 +596,7 @@ impl Planner<'_> {
             self.attempt(gang, &claims, domain.as_deref())
         };
         self.snapshot.commit(start);
+        self.snapshot.seal();
         for (&g, &count) in &attempt.new_nodes {
             self.used[g] += count;
             let entry = scale_ups.entry(g).or_insert((0, BTreeSet::new(), 0));

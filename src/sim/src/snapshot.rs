@@ -329,6 +329,12 @@ impl Snapshot {
         }
     }
 
+    /// Makes everything so far permanent: drops the undo log. Only for a
+    /// caller that holds no checkpoint (older checkpoints become invalid).
+    pub fn seal(&mut self) {
+        self.undo.clear();
+    }
+
     /// Undoes every node added and pod bound since `checkpoint`.
     pub fn rollback(&mut self, checkpoint: Checkpoint) {
         self.generation += 1;
