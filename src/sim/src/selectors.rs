@@ -1,11 +1,9 @@
-//! Node selectors and label selectors with the API server's semantics, shared
-//! by the DRA allocator (slice and allocation node selectors) and the filters
-//! (node affinity, pod affinity, topology spread).
+//! Node selectors with the API server's semantics, shared by the snapshot
+//! (allocated claims' node selectors) and the NodeAffinity filter.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 /// A selector that cannot be evaluated (unknown operator, bad number). The
 /// scheduler treats these as errors, so callers surface the message.
@@ -112,67 +110,25 @@ fn requirement_matches(
     })
 }
 
-/// Does a label set match a `LabelSelector`? An empty selector matches
-/// everything; `None` is for callers to decide (usually nothing).
-///
-/// # Errors
-/// An unknown operator.
-pub fn label_selector_matches(
-    selector: &LabelSelector,
-    labels: Option<&BTreeMap<String, String>>,
-) -> Result<bool, SelectorError> {
-    let get = |key: &str| labels.and_then(|l| l.get(key)).map(String::as_str);
-    for (key, expected) in selector.match_labels.iter().flatten() {
-        if get(key) != Some(expected.as_str()) {
-            return Ok(false);
-        }
-    }
-    for requirement in selector.match_expressions.iter().flatten() {
-        if !label_requirement_matches(requirement, get(&requirement.key))? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-fn label_requirement_matches(
-    requirement: &LabelSelectorRequirement,
-    value: Option<&str>,
-) -> Result<bool, SelectorError> {
-    let values = requirement.values.as_deref().unwrap_or_default();
-    Ok(match requirement.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        other => {
-            return Err(SelectorError {
-                key: requirement.key.clone(),
-                message: format!("unknown operator {other:?}"),
-            });
-        }
-    })
-}
-
-/// The selector that pins an allocation to one node, as the allocator writes
-/// it for node-local devices.
-#[must_use]
-pub fn pinned_to_node(node_name: &str) -> NodeSelector {
-    NodeSelector {
-        node_selector_terms: vec![NodeSelectorTerm {
-            match_fields: Some(vec![NodeSelectorRequirement {
-                key: "metadata.name".into(),
-                operator: "In".into(),
-                values: Some(vec![node_name.to_string()]),
-            }]),
-            ..Default::default()
-        }],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The selector that pins an allocation to one node, as the allocator writes
+    /// it for node-local devices.
+    fn pinned_to_node(node_name: &str) -> NodeSelector {
+        NodeSelector {
+            node_selector_terms: vec![NodeSelectorTerm {
+                match_fields: Some(vec![NodeSelectorRequirement {
+                    key: "metadata.name".into(),
+                    operator: "In".into(),
+                    values: Some(vec![node_name.to_string()]),
+                }]),
+                ..Default::default()
+            }],
+        }
+    }
+
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn node(name: &str, labels: &[(&str, &str)]) -> Node {
@@ -258,17 +214,5 @@ mod tests {
             node_selector_terms: vec![term(vec![req("zone", "Like", &["a"])])],
         };
         assert!(node_selector_matches(&bad, &n).is_err());
-    }
-
-    #[test]
-    fn label_selectors() {
-        let labels: BTreeMap<String, String> = [("app".to_string(), "nginx".to_string())].into();
-        let selector = LabelSelector {
-            match_labels: Some([("app".to_string(), "nginx".to_string())].into()),
-            ..Default::default()
-        };
-        assert!(label_selector_matches(&selector, Some(&labels)).unwrap());
-        assert!(!label_selector_matches(&selector, None).unwrap());
-        assert!(label_selector_matches(&LabelSelector::default(), None).unwrap());
     }
 }

@@ -1,8 +1,7 @@
 //! Label selectors compiled once into a canonical, hashable form, and the
 //! namespaces pods live in.
 //!
-//! The shared [`crate::selectors::label_selector_matches`] evaluates an API
-//! object directly; the filters need more: a selector that can key a cache (so
+//! The filters need more than evaluating an API object: a selector that can key a cache (so
 //! every replica of a workload shares one set of topology counts), the
 //! distinction between a nil selector (matches nothing) and an empty one
 //! (matches everything), and upstream's parse-time validation
