@@ -264,9 +264,13 @@ pub fn gpu_cluster(nodes: usize, gpus: usize, pods: usize) -> ClusterObjects {
 }
 
 /// Karpenter's in-memory scheduling benchmark workload
-/// (kubernetes-sigs/karpenter v1.14,
-/// `pkg/controllers/provisioning/scheduling/scheduling_benchmark_test.go`),
-/// rebuilt as Kubernetes objects and NodeGroups.
+/// (kubernetes-sigs/karpenter,
+/// `pkg/controllers/provisioning/scheduling/scheduling_benchmark_test.go`
+/// and the 400 `fake.InstanceTypes` it plans against), rebuilt as Kubernetes
+/// objects and NodeGroups. It matches upstream HEAD as of 2026-08-20 (commit
+/// 22664681, v1.14.0-20; neither file changed since v1.14.0), except that
+/// the pods' random draws come from [`SplitMix`] rather than Go's
+/// `math/rand` (see [`pods`]).
 pub mod karpenter {
     use std::collections::BTreeMap;
 
@@ -292,7 +296,8 @@ pub mod karpenter {
     pub const SHAPES: usize = 400;
 
     /// A deterministic PRNG (SplitMix64): the workload must be the same on
-    /// every run and every machine.
+    /// every run and every machine. Upstream draws from Go's `math/rand`
+    /// seeded with 42; that sequence is not reproduced here.
     #[derive(Debug, Clone)]
     pub struct SplitMix(u64);
 
@@ -393,101 +398,172 @@ pub mod karpenter {
         groups
     }
 
-    fn app_selector() -> LabelSelector {
+    /// Upstream's label values (`randomLabelValue`).
+    const LABEL_VALUES: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
+    /// Upstream's CPU requests (`randomCPU`), in millicores.
+    const CPUS: [&str; 5] = ["100m", "250m", "500m", "1000m", "1500m"];
+    /// Upstream's memory requests (`randomMemory`), in Mi.
+    const MEMORIES: [u32; 6] = [100, 256, 512, 1024, 2048, 4096];
+
+    /// The five kinds of pod in upstream's `makeDiversePods`.
+    #[derive(Debug, Clone, Copy)]
+    enum Kind {
+        /// `makeGenericPods`.
+        Generic,
+        /// `makeTopologySpreadPods` on the given key.
+        Spread(&'static str),
+        /// `makePodAffinityPods` on the zone key.
+        ZoneAffinity,
+        /// `makePodAntiAffinityPods` on the hostname key.
+        HostnameAntiAffinity,
+    }
+
+    fn labels(key: &str, value: &str) -> BTreeMap<String, String> {
+        [(key.to_string(), value.to_string())].into()
+    }
+
+    fn selector(match_labels: BTreeMap<String, String>) -> LabelSelector {
         LabelSelector {
-            match_labels: Some([("app".to_string(), "nginx".to_string())].into()),
+            match_labels: Some(match_labels),
             ..Default::default()
         }
     }
 
-    fn term(topology_key: &str) -> PodAffinityTerm {
+    fn term(match_labels: BTreeMap<String, String>, topology_key: &str) -> PodAffinityTerm {
         PodAffinityTerm {
-            label_selector: Some(app_selector()),
+            label_selector: Some(selector(match_labels)),
             topology_key: topology_key.to_string(),
             ..Default::default()
         }
     }
 
-    fn spread(topology_key: &str) -> TopologySpreadConstraint {
-        TopologySpreadConstraint {
-            label_selector: Some(app_selector()),
-            max_skew: 1,
-            topology_key: topology_key.to_string(),
-            when_unsatisfiable: "DoNotSchedule".into(),
+    /// `randomLabelValue`.
+    fn label_value(rng: &mut SplitMix) -> &'static str {
+        LABEL_VALUES[rng.below(LABEL_VALUES.len() as u64) as usize]
+    }
+
+    /// One pod of `kind`, drawing from `rng` in upstream's order: the label
+    /// value, then (spread pods) the selector's value, then CPU, then memory.
+    fn pod(i: usize, kind: Kind, rng: &mut SplitMix) -> Pod {
+        let mut spec = PodSpec::default();
+        let pod_labels = match kind {
+            Kind::Generic => labels("my-label", label_value(rng)),
+            Kind::Spread(topology_key) => {
+                let pod_labels = labels("my-label", label_value(rng));
+                spec.topology_spread_constraints = Some(vec![TopologySpreadConstraint {
+                    label_selector: Some(selector(labels("my-label", label_value(rng)))),
+                    max_skew: 1,
+                    topology_key: topology_key.to_string(),
+                    when_unsatisfiable: "DoNotSchedule".into(),
+                    ..Default::default()
+                }]);
+                pod_labels
+            }
+            Kind::ZoneAffinity => {
+                // Upstream's spelling of the key.
+                let pod_labels = labels("my-affininity", label_value(rng));
+                spec.affinity = Some(Affinity {
+                    pod_affinity: Some(PodAffinity {
+                        required_during_scheduling_ignored_during_execution: Some(vec![term(
+                            pod_labels.clone(),
+                            ZONE,
+                        )]),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+                pod_labels
+            }
+            Kind::HostnameAntiAffinity => {
+                let pod_labels = labels("app", "nginx");
+                spec.affinity = Some(Affinity {
+                    pod_anti_affinity: Some(PodAntiAffinity {
+                        required_during_scheduling_ignored_during_execution: Some(vec![term(
+                            pod_labels.clone(),
+                            HOSTNAME,
+                        )]),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+                pod_labels
+            }
+        };
+        let cpu = CPUS[rng.below(CPUS.len() as u64) as usize];
+        let memory = MEMORIES[rng.below(MEMORIES.len() as u64) as usize];
+        spec.containers = vec![Container {
+            name: "app".into(),
+            image: Some("nginx".into()),
+            resources: Some(ResourceRequirements {
+                requests: Some(
+                    [
+                        ("cpu".to_string(), Quantity(cpu.into())),
+                        ("memory".to_string(), Quantity(format!("{memory}Mi"))),
+                    ]
+                    .into(),
+                ),
+                ..Default::default()
+            }),
             ..Default::default()
+        }];
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(format!("pod-{i:05}")),
+                namespace: Some("default".into()),
+                uid: Some(format!("uid-{i:05}")),
+                labels: Some(pod_labels),
+                ..Default::default()
+            },
+            spec: Some(spec),
+            status: None,
         }
     }
 
-    /// The pod mix for `n` pods, in five equal parts: generic; zone spread;
-    /// hostname spread; zonal pod affinity to pods like themselves; hostname
-    /// anti-affinity. CPU from {100m, 250m, 500m, 1000m, 1500m}, memory from
-    /// 100Mi to 4096Mi, seed fixed.
+    /// Upstream's `makeDiversePods(n)`: five parts of `n / 5` pods each, in
+    /// this order —
+    /// 1. generic pods, labels `{my-label: <random>}`;
+    /// 2. topology spread on the zone: labels `{my-label: <random>}`, one
+    ///    constraint (maxSkew 1, DoNotSchedule) selecting
+    ///    `{my-label: <a second, independent random value>}`;
+    /// 3. the same spread on the hostname;
+    /// 4. required pod affinity on the zone: labels
+    ///    `{my-affininity: <random>}` (upstream's spelling) and one term
+    ///    selecting the pod's own labels;
+    /// 5. required pod anti-affinity on the hostname: labels `{app: nginx}`
+    ///    and one term selecting `{app: nginx}`;
+    ///
+    /// then the remaining `n - 5 * (n / 5)` pods as generic pods at the end.
+    /// Label values are drawn from a–g; every pod requests CPU from
+    /// {100m, 250m, 500m, 1000m, 1500m} and memory from
+    /// {100, 256, 512, 1024, 2048, 4096}Mi, drawn per pod in upstream's
+    /// order (label value, spread selector value, CPU, memory).
+    ///
+    /// This matches `makeDiversePods` and the functions it calls in
+    /// `pkg/controllers/provisioning/scheduling/scheduling_benchmark_test.go`
+    /// at kubernetes-sigs/karpenter HEAD as of 2026-08-20 (commit 22664681,
+    /// v1.14.0-20), except the random numbers: the draws come from
+    /// [`SplitMix`] seeded with 42, not from Go's `math/rand` source seeded
+    /// with 42, so the values (not their sets or their order of drawing)
+    /// differ from upstream's. Pods are named `pod-{i:05}` in namespace
+    /// `default` with uid `uid-{i:05}` (upstream uses random names and UUIDs).
     #[must_use]
     pub fn pods(n: usize) -> Vec<Pod> {
-        const CPUS: [&str; 5] = ["100m", "250m", "500m", "1000m", "1500m"];
         let mut rng = SplitMix::new(42);
-        let part = n.div_ceil(5).max(1);
-        (0..n)
-            .map(|i| {
-                let cpu = CPUS[rng.below(5) as usize];
-                let memory = 100 + rng.below(4096 - 100 + 1);
-                let mut spec = PodSpec {
-                    containers: vec![Container {
-                        name: "app".into(),
-                        image: Some("nginx".into()),
-                        resources: Some(ResourceRequirements {
-                            requests: Some(
-                                [
-                                    ("cpu".to_string(), Quantity(cpu.into())),
-                                    ("memory".to_string(), Quantity(format!("{memory}Mi"))),
-                                ]
-                                .into(),
-                            ),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                };
-                match i / part {
-                    0 => {}
-                    1 => spec.topology_spread_constraints = Some(vec![spread(ZONE)]),
-                    2 => spec.topology_spread_constraints = Some(vec![spread(HOSTNAME)]),
-                    3 => {
-                        spec.affinity = Some(Affinity {
-                            pod_affinity: Some(PodAffinity {
-                                required_during_scheduling_ignored_during_execution: Some(vec![
-                                    term(ZONE),
-                                ]),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        });
-                    }
-                    _ => {
-                        spec.affinity = Some(Affinity {
-                            pod_anti_affinity: Some(PodAntiAffinity {
-                                required_during_scheduling_ignored_during_execution: Some(vec![
-                                    term(HOSTNAME),
-                                ]),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        });
-                    }
-                }
-                Pod {
-                    metadata: ObjectMeta {
-                        name: Some(format!("pod-{i:05}")),
-                        namespace: Some("default".into()),
-                        uid: Some(format!("uid-{i:05}")),
-                        labels: Some([("app".to_string(), "nginx".to_string())].into()),
-                        ..Default::default()
-                    },
-                    spec: Some(spec),
-                    status: None,
-                }
-            })
+        let part = n / 5;
+        let kinds = [
+            Kind::Generic,
+            Kind::Spread(ZONE),
+            Kind::Spread(HOSTNAME),
+            Kind::ZoneAffinity,
+            Kind::HostnameAntiAffinity,
+        ];
+        let remainder = n - 5 * part;
+        kinds
+            .into_iter()
+            .flat_map(|kind| std::iter::repeat_n(kind, part))
+            .chain(std::iter::repeat_n(Kind::Generic, remainder))
+            .enumerate()
+            .map(|(i, kind)| pod(i, kind, &mut rng))
             .collect()
     }
 

@@ -6,6 +6,9 @@
 use dra_benches::{gpu_cluster, karpenter};
 use dra_sim::FeatureGates;
 use dra_sim::report::Outcome;
+use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use std::collections::BTreeSet;
 
 #[test]
 fn gpu_cluster_fills_exactly_its_gpus() {
@@ -37,27 +40,227 @@ fn karpenter_workload_matches_the_upstream_benchmark_facts() {
     assert_eq!(smallest.spec.template.capacity["memory"].0, "2Gi");
     assert_eq!(smallest.spec.template.capacity["pods"].0, "10");
     assert!((karpenter::price(0) - (0.1 + 0.1 * 2.147_483_648)).abs() < 1e-12);
-    let pods = karpenter::pods(100);
-    assert_eq!(pods.len(), 100);
-    let spread = pods
-        .iter()
-        .filter(|p| {
-            p.spec
-                .as_ref()
-                .unwrap()
-                .topology_spread_constraints
-                .is_some()
+    karpenter_pods_match_upstream_make_diverse_pods();
+}
+
+/// What a Karpenter benchmark pod is, by upstream's `makeDiversePods` part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Generic,
+    ZoneSpread,
+    HostnameSpread,
+    ZoneAffinity,
+    HostnameAntiAffinity,
+}
+
+fn match_labels(selector: Option<&LabelSelector>) -> Vec<(String, String)> {
+    selector
+        .and_then(|s| s.match_labels.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
+
+/// Classifies `pod` and checks its labels and its constraint are the ones
+/// upstream gives that part.
+fn part_of(pod: &Pod) -> Part {
+    let name = pod.metadata.name.as_deref().unwrap();
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let keys: Vec<&str> = labels.keys().map(String::as_str).collect();
+    let spec = pod.spec.as_ref().unwrap();
+    let values = ["a", "b", "c", "d", "e", "f", "g"];
+    let random_value = |labels: &[(String, String)], key: &str| {
+        labels.len() == 1 && labels[0].0 == key && values.contains(&labels[0].1.as_str())
+    };
+    let own: Vec<(String, String)> = labels.clone().into_iter().collect();
+    match (&spec.topology_spread_constraints, &spec.affinity) {
+        (None, None) => {
+            assert!(random_value(&own, "my-label"), "{name}: {labels:?}");
+            Part::Generic
+        }
+        (Some(constraints), None) => {
+            assert!(random_value(&own, "my-label"), "{name}: {labels:?}");
+            assert_eq!(constraints.len(), 1, "{name}");
+            let c = &constraints[0];
+            assert_eq!(
+                (c.max_skew, c.when_unsatisfiable.as_str()),
+                (1, "DoNotSchedule"),
+                "{name}"
+            );
+            let selected = match_labels(c.label_selector.as_ref());
+            assert!(random_value(&selected, "my-label"), "{name}: {selected:?}");
+            match c.topology_key.as_str() {
+                karpenter::ZONE => Part::ZoneSpread,
+                karpenter::HOSTNAME => Part::HostnameSpread,
+                other => panic!("{name}: spread on {other}"),
+            }
+        }
+        (None, Some(affinity)) => {
+            let required = |terms: Option<&Vec<PodAffinityTerm>>| {
+                let terms = terms.unwrap();
+                assert_eq!(terms.len(), 1, "{name}");
+                (
+                    match_labels(terms[0].label_selector.as_ref()),
+                    terms[0].topology_key.clone(),
+                )
+            };
+            match (&affinity.pod_affinity, &affinity.pod_anti_affinity) {
+                (Some(a), None) => {
+                    assert!(random_value(&own, "my-affininity"), "{name}: {labels:?}");
+                    let (selected, key) = required(
+                        a.required_during_scheduling_ignored_during_execution
+                            .as_ref(),
+                    );
+                    assert_eq!((selected, key.as_str()), (own, karpenter::ZONE), "{name}");
+                    assert!(
+                        a.preferred_during_scheduling_ignored_during_execution
+                            .is_none()
+                    );
+                    Part::ZoneAffinity
+                }
+                (None, Some(a)) => {
+                    assert_eq!(keys, ["app"], "{name}");
+                    let nginx = vec![("app".to_string(), "nginx".to_string())];
+                    assert_eq!(own, nginx, "{name}");
+                    let (selected, key) = required(
+                        a.required_during_scheduling_ignored_during_execution
+                            .as_ref(),
+                    );
+                    assert_eq!(
+                        (selected, key.as_str()),
+                        (nginx, karpenter::HOSTNAME),
+                        "{name}"
+                    );
+                    assert!(
+                        a.preferred_during_scheduling_ignored_during_execution
+                            .is_none()
+                    );
+                    Part::HostnameAntiAffinity
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        other => panic!("{name}: both spread and affinity: {other:?}"),
+    }
+}
+
+fn karpenter_pods_match_upstream_make_diverse_pods() {
+    // 103 pods: five parts of 103 / 5 = 20, then the 3 left over as generic.
+    let pods = karpenter::pods(103);
+    assert_eq!(pods.len(), 103);
+    let parts: Vec<Part> = pods.iter().map(part_of).collect();
+    let expected: Vec<Part> = [
+        (Part::Generic, 20),
+        (Part::ZoneSpread, 20),
+        (Part::HostnameSpread, 20),
+        (Part::ZoneAffinity, 20),
+        (Part::HostnameAntiAffinity, 20),
+        (Part::Generic, 3),
+    ]
+    .into_iter()
+    .flat_map(|(part, count)| std::iter::repeat_n(part, count))
+    .collect();
+    assert_eq!(parts, expected);
+    // Only the anti-affinity pods carry app=nginx.
+    for (pod, part) in pods.iter().zip(&parts) {
+        let nginx = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("app"))
+            .is_some_and(|v| v == "nginx");
+        assert_eq!(
+            nginx,
+            *part == Part::HostnameAntiAffinity,
+            "{:?}",
+            pod.metadata.name
+        );
+    }
+    // The spread selector's value is a second draw, not the pod's own label.
+    let independent = pods.iter().any(|p| {
+        let spec = p.spec.as_ref().unwrap();
+        spec.topology_spread_constraints.as_ref().is_some_and(|c| {
+            match_labels(c[0].label_selector.as_ref())
+                != p.metadata
+                    .labels
+                    .clone()
+                    .unwrap()
+                    .into_iter()
+                    .collect::<Vec<_>>()
         })
-        .count();
-    let affinity = pods
-        .iter()
-        .filter(|p| p.spec.as_ref().unwrap().affinity.is_some())
-        .count();
-    assert_eq!(
-        (spread, affinity),
-        (40, 40),
-        "two spread fifths, two affinity fifths"
+    });
+    assert!(
+        independent,
+        "some spread pod selects other pods than its own kind"
     );
+    // Requests come from upstream's sets, and the draws are not all alike.
+    let values = ["a", "b", "c", "d", "e", "f", "g"];
+    let cpus = ["100m", "250m", "500m", "1000m", "1500m"];
+    let memories = ["100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi"];
+    let mut seen_cpu = BTreeSet::new();
+    let mut seen_memory = BTreeSet::new();
+    let mut seen_values = BTreeSet::new();
+    for pod in &pods {
+        let name = pod.metadata.name.as_deref().unwrap();
+        let containers = &pod.spec.as_ref().unwrap().containers;
+        assert_eq!(containers.len(), 1, "{name}");
+        let requests = containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .unwrap();
+        assert_eq!(requests.len(), 2, "{name}: {requests:?}");
+        let cpu = requests["cpu"].0.as_str();
+        let memory = requests["memory"].0.as_str();
+        assert!(cpus.contains(&cpu), "{name}: cpu {cpu}");
+        assert!(memories.contains(&memory), "{name}: memory {memory}");
+        seen_cpu.insert(cpu.to_string());
+        seen_memory.insert(memory.to_string());
+        seen_values.extend(pod.metadata.labels.clone().unwrap().into_values());
+    }
+    assert_eq!(
+        seen_cpu.len(),
+        cpus.len(),
+        "every cpu value drawn in 103 pods"
+    );
+    assert_eq!(
+        seen_memory.len(),
+        memories.len(),
+        "every memory value drawn in 103 pods"
+    );
+    assert_eq!(seen_values.len(), 8, "a..g and nginx: {seen_values:?}");
+    // Seed 42 and upstream's order of draws per pod: the label value, then
+    // (spread pods) the selector's value, then CPU, then memory.
+    let mut rng = karpenter::SplitMix::new(42);
+    let mut draw = |of: &[&'static str]| of[rng.below(of.len() as u64) as usize];
+    for (pod, part) in pods.iter().zip(&parts) {
+        let name = pod.metadata.name.as_deref().unwrap();
+        let labels = pod.metadata.labels.as_ref().unwrap();
+        let spec = pod.spec.as_ref().unwrap();
+        if *part != Part::HostnameAntiAffinity {
+            let key = if *part == Part::ZoneAffinity {
+                "my-affininity"
+            } else {
+                "my-label"
+            };
+            assert_eq!(labels[key], draw(&values), "{name}: label value");
+        }
+        if let Some(constraints) = &spec.topology_spread_constraints {
+            let selected = match_labels(constraints[0].label_selector.as_ref());
+            assert_eq!(selected[0].1, draw(&values), "{name}: selector value");
+        }
+        let requests = spec.containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .unwrap();
+        assert_eq!(requests["cpu"].0, draw(&cpus), "{name}: cpu");
+        assert_eq!(requests["memory"].0, draw(&memories), "{name}: memory");
+    }
+    // Fewer than five pods: all generic.
+    let few = karpenter::pods(4);
+    assert!(few.iter().all(|p| part_of(p) == Part::Generic));
+    assert!(karpenter::pods(0).is_empty());
     // Fixed seed: the same pods every time.
-    assert_eq!(karpenter::pods(100), pods);
+    assert_eq!(karpenter::pods(103), pods);
 }
