@@ -23,12 +23,12 @@ fn main() {
             .collect();
     }
     let started = std::time::Instant::now();
-    let report = dra_plan::plan(
-        objects,
-        dra_sim::FeatureGates::default(),
-        &dra_plan::PlanOptions::default(),
-    );
+    let prepared = dra_plan::prepare(objects, dra_sim::FeatureGates::default());
+    let prepared_in = started.elapsed();
+    let started = std::time::Instant::now();
+    let report = prepared.run(&dra_plan::PlanOptions::default());
     let elapsed = started.elapsed();
+    eprintln!("input prepared in {prepared_in:?}");
     let nodes: usize = report.scale_ups.iter().map(|s| s.count).sum();
     let price: f64 = report.scale_ups.iter().map(|s| s.price_per_hour).sum();
     eprintln!(

@@ -300,6 +300,7 @@ impl Snapshot {
             self.dra.add_slice(slice);
         }
         let index = self.nodes.len();
+        self.drop_stale_prepared();
         self.filters.add_node(&node);
         self.node_index.insert(name, index);
         self.nodes.push(node);
@@ -335,8 +336,17 @@ impl Snapshot {
         self.undo.clear();
     }
 
+    /// Forgets the PreFilter result kept for the last pod checked before the
+    /// filters' indexes change: it would be stale anyway, and while it shares
+    /// their per-domain columns and counts, every change would copy them
+    /// whole (copy on write), making each added node or pod cost O(nodes).
+    fn drop_stale_prepared(&mut self) {
+        self.prepared = None;
+    }
+
     /// Undoes every node added and pod bound since `checkpoint`.
     pub fn rollback(&mut self, checkpoint: Checkpoint) {
+        self.drop_stale_prepared();
         self.generation += 1;
         while self.undo.len() > checkpoint.0 {
             let Some(change) = self.undo.pop() else {
@@ -399,6 +409,29 @@ impl Snapshot {
     pub fn pod_node(&self, pod_index: usize) -> Option<usize> {
         let name = self.pods[pod_index].spec.as_ref()?.node_name.as_deref()?;
         self.node_index(name)
+    }
+
+    /// `node`'s allocatable, parsed once, for [`Snapshot::usage_fits`].
+    pub fn allocatable_of(&mut self, node: &Node) -> crate::filters::Allocatable {
+        self.filters.allocatable_of(node)
+    }
+
+    /// Whether the requests of the pods on `node_index` — plus pod
+    /// `extra_pod` when given — fit within `target` (pod slots included):
+    /// exactly when NodeResourcesFit would pass each of them, in any order,
+    /// on a node with that allocatable.
+    #[must_use]
+    pub fn usage_fits(
+        &self,
+        node_index: usize,
+        extra_pod: Option<usize>,
+        target: &crate::filters::Allocatable,
+    ) -> bool {
+        let extra = extra_pod.and_then(|i| self.pods.get(i));
+        if extra_pod.is_some() && extra.is_none() {
+            return false;
+        }
+        self.filters.usage_fits(node_index, extra, target)
     }
 
     /// Would the scheduler put the pod on this node, and with which devices?
@@ -800,6 +833,7 @@ impl Snapshot {
             claims: saved_claims,
             allocations: allocations.clone(),
         });
+        self.drop_stale_prepared();
         self.filters.add_pod(&self.pods[pod_index], node_index);
         self.generation += 1;
         let pod = &self.pods[pod_index];

@@ -26,6 +26,7 @@
 //!
 //! Volume plugins and scoring are not modelled: see `docs/divergences.md`.
 
+mod capacity;
 mod extended_resources;
 mod index;
 mod inter_pod_affinity;
@@ -48,6 +49,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, NodeSpec, Pod, Toleration};
 use k8s_openapi::api::resource::v1::DeviceClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+pub use capacity::Allocatable;
 pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
 pub use labels::SelectorParseError;
 

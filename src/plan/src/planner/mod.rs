@@ -21,6 +21,8 @@ use crate::gang::{Gang, GangApi, detect_gangs};
 use crate::groups::{Budget, Group, domain_of, read_groups, template_node};
 use crate::report::{GangOutcome, PlanReport, PodGroupReport, ScaleUp};
 
+mod pack;
+
 /// How to choose between groups that can all take a gang.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Expander {
@@ -166,11 +168,32 @@ struct Planner<'a> {
     options: &'a PlanOptions,
     /// Members' names, for reasons.
     names: BTreeMap<usize, String>,
+    /// Node groups that differ only in size, once computed.
+    size_classes: Option<Vec<pack::SizeClass>>,
 }
 
 /// Plans scale-ups for every pending gang of `objects`.
 #[must_use]
-pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOptions) -> PlanReport {
+pub fn plan(objects: ClusterObjects, gates: FeatureGates, options: &PlanOptions) -> PlanReport {
+    prepare(objects, gates).run(options)
+}
+
+/// A cluster read and indexed for planning: node groups validated, the
+/// snapshot built, gangs detected. Planning itself is [`Prepared::run`];
+/// the split lets benchmarks time the plan apart from building its input.
+#[derive(Debug)]
+pub struct Prepared {
+    groups: Vec<Group>,
+    node_group_errors: Vec<crate::groups::GroupError>,
+    daemon_pods: Vec<Pod>,
+    snapshot: Snapshot,
+    pending: Vec<usize>,
+    gangs: Vec<Gang>,
+}
+
+/// Reads and indexes `objects` for [`Prepared::run`].
+#[must_use]
+pub fn prepare(mut objects: ClusterObjects, gates: FeatureGates) -> Prepared {
     let (groups, node_group_errors) = read_groups(&objects.extra, &objects.nodes);
     add_missing_template_slices(&mut objects, &groups);
     let extra = std::mem::take(&mut objects.extra);
@@ -182,7 +205,49 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
     gangs = split_satisfied_gangs(gangs);
     // Stable: equal priorities keep placement order.
     gangs.sort_by_key(|g| std::cmp::Reverse(g.priority));
+    Prepared {
+        groups,
+        node_group_errors,
+        daemon_pods,
+        snapshot,
+        pending,
+        gangs,
+    }
+}
 
+impl Prepared {
+    /// Plans scale-ups for every pending gang.
+    #[must_use]
+    pub fn run(self, options: &PlanOptions) -> PlanReport {
+        let Self {
+            groups,
+            node_group_errors,
+            daemon_pods,
+            snapshot,
+            pending,
+            gangs,
+        } = self;
+        run(
+            groups,
+            node_group_errors,
+            daemon_pods,
+            snapshot,
+            &pending,
+            &gangs,
+            options,
+        )
+    }
+}
+
+fn run(
+    groups: Vec<Group>,
+    node_group_errors: Vec<crate::groups::GroupError>,
+    daemon_pods: Vec<Pod>,
+    snapshot: Snapshot,
+    pending: &[usize],
+    gangs: &[Gang],
+    options: &PlanOptions,
+) -> PlanReport {
     let names = pending
         .iter()
         .map(|&i| (i, key_string(&object_key(&snapshot.pods()[i].metadata))))
@@ -196,6 +261,7 @@ pub fn plan(mut objects: ClusterObjects, gates: FeatureGates, options: &PlanOpti
         groups: &groups,
         options,
         names,
+        size_classes: None,
     };
     // Nodes already requested count as capacity (with their DaemonSet pods),
     // so the same pods never trigger a second scale-up while those nodes boot.
@@ -381,7 +447,15 @@ impl Planner<'_> {
             priority: singles.first().map_or(0, |g| g.priority),
         };
         let start = self.snapshot.checkpoint();
-        let attempt = self.attempt(&batch, &claims, None);
+        let mut attempt = Attempt::default();
+        let mut unplaced = self.place_on_existing(&batch, &claims, None, &mut attempt);
+        // Least cost over groups that differ only in size is a packing
+        // question: fill large nodes, buy each as the cheapest size that
+        // holds it. What that cannot place goes group by group, with reasons.
+        if self.options.expander == Expander::LeastCost {
+            unplaced = self.pack_by_size(unplaced, &claims, &mut attempt);
+        }
+        self.open_new_nodes(&batch, &claims, None, &mut attempt, unplaced);
         self.snapshot.commit(start);
         self.snapshot.seal();
         let placed: BTreeMap<usize, &Placement> = attempt
@@ -699,8 +773,22 @@ impl Planner<'_> {
         claims: &BTreeMap<usize, PodClaims>,
         domain: Option<&str>,
     ) -> Attempt {
-        let key = gang.topology_key.as_deref();
         let mut attempt = Attempt::default();
+        let unplaced = self.place_on_existing(gang, claims, domain, &mut attempt);
+        self.open_new_nodes(gang, claims, domain, &mut attempt, unplaced);
+        attempt
+    }
+
+    /// Places members on the nodes the snapshot has (first fit in node
+    /// order, within the domain); returns those still waiting.
+    fn place_on_existing(
+        &mut self,
+        gang: &Gang,
+        claims: &BTreeMap<usize, PodClaims>,
+        domain: Option<&str>,
+        attempt: &mut Attempt,
+    ) -> Vec<usize> {
+        let key = gang.topology_key.as_deref();
         let mut unplaced: Vec<usize> = Vec::new();
         let existing = self.snapshot.nodes().len();
         for &pod_index in &gang.pending {
@@ -724,7 +812,7 @@ impl Planner<'_> {
                     Verdict::Fits(allocations) => {
                         self.snapshot.refused_before(signature, node_index);
                         self.place(
-                            &mut attempt,
+                            attempt,
                             pod_index,
                             node_index,
                             None,
@@ -747,10 +835,24 @@ impl Planner<'_> {
                 unplaced.push(pod_index);
             }
         }
-        if unplaced.is_empty() {
-            return attempt;
-        }
+        unplaced
+    }
 
+    /// Opens new nodes for the waiting members: the best group by the
+    /// expander, filled while it keeps yielding as well, then re-ranked.
+    /// Records why members stay unplaced.
+    fn open_new_nodes(
+        &mut self,
+        gang: &Gang,
+        claims: &BTreeMap<usize, PodClaims>,
+        domain: Option<&str>,
+        attempt: &mut Attempt,
+        mut unplaced: Vec<usize>,
+    ) {
+        if unplaced.is_empty() {
+            return;
+        }
+        let key = gang.topology_key.as_deref();
         // New nodes: pick the best group for the members still waiting, fill
         // nodes of it while it keeps yielding as well, and re-rank when not.
         let mut rejected: BTreeMap<usize, String> = BTreeMap::new();
@@ -760,7 +862,7 @@ impl Planner<'_> {
                 &unplaced,
                 claims,
                 (key, domain),
-                &attempt,
+                attempt,
                 &mut rejected,
                 &excluded,
             ) else {
@@ -769,9 +871,9 @@ impl Planner<'_> {
             let group = choice.group;
             loop {
                 let before_node = self.snapshot.checkpoint();
-                let node_index = self.add_new_node(group, &mut attempt);
+                let node_index = self.add_new_node(group, attempt);
                 let before = unplaced.len();
-                unplaced = self.fill_node(node_index, group, unplaced, claims, &mut attempt);
+                unplaced = self.fill_node(node_index, group, unplaced, claims, attempt);
                 let yielded = before - unplaced.len();
                 if yielded == 0 {
                     // The probe promised more than a real node takes (the
@@ -792,7 +894,7 @@ impl Planner<'_> {
                 // if enough members remain to fill it; otherwise re-rank.
                 if unplaced.len() < choice.yield_per_node
                     || yielded < choice.yield_per_node
-                    || self.room_left(group, &attempt).unwrap_or(0) == 0
+                    || self.room_left(group, attempt).unwrap_or(0) == 0
                 {
                     break;
                 }
@@ -811,7 +913,6 @@ impl Planner<'_> {
                     .map(|(g, r)| format!("node group {}: {r}", self.groups[g].name)),
             );
         }
-        attempt
     }
 
     fn room_left(&self, group: usize, attempt: &Attempt) -> Result<usize, String> {
