@@ -452,9 +452,35 @@ impl Planner<'_> {
         // Least cost over groups that differ only in size is a packing
         // question: fill large nodes, buy each as the cheapest size that
         // holds it. What that cannot place goes group by group, with reasons.
+        let packed_from = attempt.placements.len();
         if self.options.expander == Expander::LeastCost {
             unplaced = self.pack_by_size(unplaced, &claims, &mut attempt);
         }
+        // Packing places in its own order; the report lists those pods in
+        // that order (in the slots they held) so that replaying the report
+        // top to bottom is the sequence that was checked.
+        let packed: Vec<usize> = attempt.placements[packed_from..]
+            .iter()
+            .map(|p| p.pod_index)
+            .collect();
+        let singles: Vec<&Gang> = {
+            let by_pod: BTreeMap<usize, &Gang> = singles
+                .iter()
+                .filter_map(|g| g.pending.first().map(|&p| (p, g)))
+                .collect();
+            let is_packed: BTreeSet<usize> = packed.iter().copied().collect();
+            let mut next = packed.iter();
+            singles
+                .iter()
+                .map(|g| match g.pending.first() {
+                    Some(p) if is_packed.contains(p) => next
+                        .next()
+                        .and_then(|q| by_pod.get(q).copied())
+                        .unwrap_or(g),
+                    _ => g,
+                })
+                .collect()
+        };
         self.open_new_nodes(&batch, &claims, None, &mut attempt, unplaced);
         self.snapshot.commit(start);
         self.snapshot.seal();

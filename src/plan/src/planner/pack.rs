@@ -93,6 +93,19 @@ fn keys_that_matter<'a>(pods: impl Iterator<Item = &'a Pod>) -> BTreeSet<String>
     keys
 }
 
+/// Whether the pod has a required pod anti-affinity term.
+fn has_required_anti_affinity(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.pod_anti_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|terms| !terms.is_empty())
+}
+
 impl Planner<'_> {
     /// The size classes of the groups with room, computed once per plan:
     /// which keys matter depends on all pods, which are known up front.
@@ -159,6 +172,15 @@ impl Planner<'_> {
         if classes.is_empty() || waiting.is_empty() {
             return waiting;
         }
+        // Pods with required anti-affinity go first, each opening or taking
+        // a node that no conflicting pod has yet; the rest then fill around
+        // them in queue order, which mixes CPU-heavy and memory-heavy pods on
+        // each node (sorting by size would segregate them and leave one
+        // resource idle on every node bought).
+        let (mut waiting, rest): (Vec<usize>, Vec<usize>) = waiting
+            .into_iter()
+            .partition(|&p| has_required_anti_affinity(&self.snapshot.pods()[p]));
+        waiting.extend(rest);
         let mut allocatables: BTreeMap<usize, Allocatable> = BTreeMap::new();
         for class in &classes {
             for &g in &class.members {
@@ -287,7 +309,7 @@ impl Planner<'_> {
                 _ => left_over.push(pod_index),
             }
         }
-        // Pods that fell through keep their order for the next path.
+        // Pods that fell through go on in their queue order.
         left_over.sort_unstable();
         left_over
     }
@@ -329,12 +351,17 @@ impl Planner<'_> {
             let Some(g) = cheapest else {
                 continue;
             };
-            let better = best.is_none_or(|(_, b)| {
+            // Equally cheap classes (zones, say) take turns, as
+            // cluster-autoscaler's balancing of similar node groups does:
+            // a later pod that must spread finds a node in every class.
+            let opened_in = |c: usize| opened.iter().filter(|&&o| o == c).count();
+            let better = best.is_none_or(|(bc, b)| {
                 let (ga, gb) = (&self.groups[g], &self.groups[b]);
                 ga.spec
                     .price_per_hour
                     .total_cmp(&gb.spec.price_per_hour)
                     .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
+                    .then_with(|| opened_in(c).cmp(&opened_in(bc)))
                     .then_with(|| ga.name.cmp(&gb.name))
                     .is_lt()
             });
