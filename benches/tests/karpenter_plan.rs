@@ -1,7 +1,7 @@
 //! Karpenter's benchmark workload (issue: side-by-side benchmark): the plan is
 //! valid at every size up to 2,000 pods — replaying it in a fresh snapshot
 //! places every pod where the plan put it with all filters satisfied — and
-//! every pod lands. The node count is printed beside Karpenter's (n/5).
+//! every pod lands on no more nodes than Karpenter launches (n/5).
 
 // Test helpers may unwrap: a failure is the test failing.
 #![allow(clippy::unwrap_used)]
@@ -33,14 +33,19 @@ fn check(n: usize) {
     let nodes =
         replay(&objects, &report).unwrap_or_else(|e| panic!("plan for {n} pods is invalid: {e}"));
     let price: f64 = report.scale_ups.iter().map(|s| s.price_per_hour).sum();
+    let karpenter_nodes = (n / 5).max(1);
     eprintln!(
-        "karpenter workload, {n} pods: {nodes} nodes (Karpenter: {}), {price:.2}/h",
-        n / 5
+        "karpenter workload, {n} pods: {nodes} nodes (Karpenter: {karpenter_nodes}), {price:.2}/h"
+    );
+    // The hostname anti-affinity fifth needs n/5 nodes of its own; every
+    // other pod fits beside them, as in Karpenter's plan.
+    assert!(
+        nodes <= karpenter_nodes,
+        "{n} pods: {nodes} nodes, Karpenter {karpenter_nodes}"
     );
 }
 
 #[test]
-#[ignore = "known gap (issue 7 open): hostname topology spread is planned against the nodes that exist when each pod is placed, so nodes opened later make earlier placements exceed maxSkew on replay"]
 fn plans_for_small_sizes_are_valid() {
     for n in [1, 50, 100, 500] {
         check(n);
@@ -48,7 +53,6 @@ fn plans_for_small_sizes_are_valid() {
 }
 
 #[test]
-#[ignore = "slow in debug builds; run with --release --ignored"]
 fn plans_up_to_2000_pods_are_valid() {
     for n in [1_000, 2_000] {
         check(n);
