@@ -22,13 +22,26 @@ fn main() {
             .take(n)
             .collect();
     }
-    let started = std::time::Instant::now();
-    let prepared = dra_plan::prepare(objects, dra_sim::FeatureGates::default());
-    let prepared_in = started.elapsed();
-    let started = std::time::Instant::now();
-    let report = prepared.run(&dra_plan::PlanOptions::default());
-    let elapsed = started.elapsed();
-    eprintln!("input prepared in {prepared_in:?}");
+    // `REPS=n` plans n times (input prepared afresh, untimed) and reports
+    // the fastest and the median, for a quick look without divan.
+    let reps: usize = std::env::var("REPS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..reps {
+        let prepared = dra_plan::prepare(objects.clone(), dra_sim::FeatureGates::default());
+        let started = std::time::Instant::now();
+        let report = prepared.run(&dra_plan::PlanOptions::default());
+        times.push(started.elapsed());
+        last = Some(report);
+    }
+    let Some(report) = last else { return };
+    times.sort();
+    let elapsed = times[times.len() / 2];
+    eprintln!("fastest {:?}, median of {reps}:", times[0]);
     let nodes: usize = report.scale_ups.iter().map(|s| s.count).sum();
     let price: f64 = report.scale_ups.iter().map(|s| s.price_per_hour).sum();
     eprintln!(

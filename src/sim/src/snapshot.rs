@@ -83,6 +83,8 @@ pub struct Snapshot {
     generated: HashMap<(String, String, String), ObjectKey>,
     /// PreFilter results of pods whose result does not depend on placements.
     stateless_prepared: HashMap<usize, Result<PreparedPod, String>>,
+    /// Reused by [`Snapshot::signature`] to serialise a pod for hashing.
+    signature_buffer: Vec<u8>,
 }
 
 /// Suffix of the claim the scheduler creates for extended resources served
@@ -207,6 +209,7 @@ impl Snapshot {
             labels_matter,
             generated: HashMap::new(),
             stateless_prepared: HashMap::new(),
+            signature_buffer: Vec::new(),
         };
         let keys: Vec<ObjectKey> = snapshot.claims.keys().cloned().collect();
         for key in &keys {
@@ -221,7 +224,7 @@ impl Snapshot {
     /// where the last one found room. Pods with topology spread or required
     /// pod affinity get `None`: placing pods can make nodes fit them again.
     pub fn signature(&mut self, pod_index: usize) -> Option<u64> {
-        use std::hash::{Hash, Hasher};
+        use std::hash::Hasher;
         if self.signatures.len() < self.pods.len() {
             self.signatures.resize(self.pods.len(), None);
         }
@@ -243,16 +246,28 @@ impl Snapshot {
             if non_monotonic {
                 return None;
             }
-            let mut spec = spec.clone();
-            spec.node_name = None;
+            // The node name is where a pod went, not what it needs; pending
+            // pods have none, so only bound ones pay for a copy without it.
+            let unbound;
+            let spec = if spec.node_name.is_some() {
+                let mut copy = spec.clone();
+                copy.node_name = None;
+                unbound = copy;
+                &unbound
+            } else {
+                spec
+            };
             let labels = if labels_matter {
                 pod.metadata.labels.as_ref()
             } else {
                 None
             };
-            let text = serde_json::to_string(&(&pod.metadata.namespace, labels, spec)).ok()?;
+            // Serialised into one reused buffer, hashed in one call.
+            let buffer = &mut self.signature_buffer;
+            buffer.clear();
+            serde_json::to_writer(&mut *buffer, &(&pod.metadata.namespace, labels, spec)).ok()?;
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            text.hash(&mut hasher);
+            hasher.write(buffer);
             Some(hasher.finish())
         });
         self.signatures[pod_index] = Some(computed);
@@ -833,8 +848,18 @@ impl Snapshot {
             claims: saved_claims,
             allocations: allocations.clone(),
         });
-        self.drop_stale_prepared();
-        self.filters.add_pod(&self.pods[pod_index], node_index);
+        // PreFilter parsed the pod's requests when it was checked: reuse them.
+        let prepared = match self.prepared.take() {
+            Some((p, _, Ok(prepared))) if p == pod_index => Some(prepared),
+            _ => None,
+        };
+        let prepared = prepared.as_ref().or_else(|| {
+            self.stateless_prepared
+                .get(&pod_index)
+                .and_then(|p| p.as_ref().ok())
+        });
+        self.filters
+            .add_pod_prepared(&self.pods[pod_index], node_index, prepared);
         self.generation += 1;
         let pod = &self.pods[pod_index];
         let consumer = ResourceClaimConsumerReference {

@@ -169,7 +169,7 @@ struct Planner<'a> {
     /// Members' names, for reasons.
     names: BTreeMap<usize, String>,
     /// Node groups that differ only in size, once computed.
-    size_classes: Option<Vec<pack::SizeClass>>,
+    size_classes: Option<pack::SizeClasses>,
 }
 
 /// Plans scale-ups for every pending gang of `objects`.

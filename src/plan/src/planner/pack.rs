@@ -26,7 +26,16 @@ use k8s_openapi::api::core::v1::Pod;
 use super::{Attempt, Planner};
 use crate::groups::template_node;
 
-/// The size classes of one packing pass, with what it looks up per class.
+/// The size classes of a plan and their members' allocatable, computed
+/// once per plan.
+#[derive(Debug, Default)]
+pub(super) struct SizeClasses {
+    classes: Vec<SizeClass>,
+    /// Per member group: its template's allocatable.
+    allocatables: BTreeMap<usize, Allocatable>,
+}
+
+/// The size classes of one packing pass, with their phantom nodes.
 struct Sizing {
     classes: Vec<SizeClass>,
     /// Per class: its empty phantom node.
@@ -107,14 +116,16 @@ fn has_required_anti_affinity(pod: &Pod) -> bool {
 }
 
 impl Planner<'_> {
-    /// The size classes of the groups with room, computed once per plan:
-    /// which keys matter depends on all pods, which are known up front.
-    fn size_classes(&mut self) -> Vec<SizeClass> {
-        if let Some(classes) = &self.size_classes {
-            return classes.clone();
+    /// The size classes of the groups, computed once per plan (which keys
+    /// matter depends on all pods, known up front); the caller puts them
+    /// back in `self.size_classes` when done.
+    fn size_classes(&mut self) -> SizeClasses {
+        if let Some(known) = self.size_classes.take() {
+            return known;
         }
         let keys = keys_that_matter(self.snapshot.pods().iter().chain(self.daemon_pods.iter()));
         let mut by_look: BTreeMap<String, Vec<(usize, Allocatable)>> = BTreeMap::new();
+        let mut allocatables = BTreeMap::new();
         for (g, group) in self.groups.iter().enumerate() {
             if !group.spec.template.resource_slices.is_empty() {
                 continue;
@@ -128,6 +139,7 @@ impl Planner<'_> {
             let look =
                 serde_json::to_string(&(seen, &group.spec.template.taints)).unwrap_or_default();
             let allocatable = self.snapshot.allocatable_of(&node);
+            allocatables.insert(g, allocatable.clone());
             by_look.entry(look).or_default().push((g, allocatable));
         }
         let mut classes = Vec::new();
@@ -155,8 +167,10 @@ impl Planner<'_> {
                 });
             }
         }
-        self.size_classes = Some(classes.clone());
-        classes
+        SizeClasses {
+            classes,
+            allocatables,
+        }
     }
 
     /// Places `waiting` single pods on new nodes chosen by size class (see
@@ -168,8 +182,15 @@ impl Planner<'_> {
         claims: &BTreeMap<usize, PodClaims>,
         attempt: &mut Attempt,
     ) -> Vec<usize> {
-        let classes = self.size_classes();
+        let SizeClasses {
+            classes,
+            allocatables,
+        } = self.size_classes();
         if classes.is_empty() || waiting.is_empty() {
+            self.size_classes = Some(SizeClasses {
+                classes,
+                allocatables,
+            });
             return waiting;
         }
         // Pods with required anti-affinity go first, each opening or taking
@@ -181,15 +202,6 @@ impl Planner<'_> {
             .into_iter()
             .partition(|&p| has_required_anti_affinity(&self.snapshot.pods()[p]));
         waiting.extend(rest);
-        let mut allocatables: BTreeMap<usize, Allocatable> = BTreeMap::new();
-        for class in &classes {
-            for &g in &class.members {
-                let (node, _) = template_node(&self.groups[g], &self.groups[g].name);
-                let a = self.snapshot.allocatable_of(&node);
-                allocatables.insert(g, a);
-            }
-        }
-
         let before = self.snapshot.checkpoint();
         let phantoms: Vec<usize> = classes
             .iter()
@@ -309,6 +321,10 @@ impl Planner<'_> {
                 _ => left_over.push(pod_index),
             }
         }
+        self.size_classes = Some(SizeClasses {
+            classes: sizing.classes,
+            allocatables: sizing.allocatables,
+        });
         // Pods that fell through go on in their queue order.
         left_over.sort_unstable();
         left_over

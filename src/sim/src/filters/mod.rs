@@ -246,6 +246,8 @@ pub struct FilterState {
     usage: Vec<NodeUsage>,
     node_ids: HashMap<String, usize>,
     pods: Vec<PodRecord>,
+    /// Per entry of `pods`: what it added to its node's requested total.
+    pod_requested: Vec<ResourceVec>,
     namespaces: NamespaceRegistry,
     resources: ResourceTable,
     extended: ExtendedResourceMap,
@@ -288,6 +290,7 @@ impl FilterState {
             usage: Vec::with_capacity(nodes.len()),
             node_ids: HashMap::with_capacity(nodes.len()),
             pods: Vec::new(),
+            pod_requested: Vec::new(),
             namespaces: NamespaceRegistry::new(namespaces),
             resources: ResourceTable::default(),
             extended: ExtendedResourceMap::default(),
@@ -342,12 +345,33 @@ impl FilterState {
     /// Counts a pod placed on node `node_index` (resources, ports, affinity
     /// and spread indexes). An index past the known nodes is ignored.
     pub fn add_pod(&mut self, pod: &Pod, node_index: usize) {
-        let Some(usage) = self.usage.get_mut(node_index) else {
+        self.add_pod_prepared(pod, node_index, None);
+    }
+
+    /// [`FilterState::add_pod`] with the requests PreFilter already parsed,
+    /// when the caller has them.
+    pub(crate) fn add_pod_prepared(
+        &mut self,
+        pod: &Pod,
+        node_index: usize,
+        prepared: Option<&PreparedPod>,
+    ) {
+        if node_index >= self.usage.len() {
             return;
+        }
+        let requested = match prepared {
+            Some(prepared) => prepared.request.to_vec(&mut self.resources),
+            None => {
+                // Bound pods passed validation; a bad quantity counts as zero.
+                let requests = pod_requests(pod, false).unwrap_or_default();
+                let mut vec = ResourceVec::default();
+                vec.add_list(&requests, &mut self.resources);
+                vec
+            }
         };
-        // Bound pods passed validation; a bad quantity counts as zero.
-        let requests = pod_requests(pod, false).unwrap_or_default();
-        usage.requested.add_list(&requests, &mut self.resources);
+        let usage = &mut self.usage[node_index];
+        usage.requested.add(&requested);
+        self.pod_requested.push(requested);
         usage.pod_count += 1;
         usage.ports.extend(node_ports::pod_host_ports(pod));
         let namespace = pod

@@ -59,6 +59,26 @@ impl PodRequest {
     }
 }
 
+impl PodRequest {
+    /// The same requests as a vector, interning names first seen here.
+    pub(crate) fn to_vec(&self, table: &mut ResourceTable) -> ResourceVec {
+        let mut vec = ResourceVec {
+            milli_cpu: self.milli_cpu,
+            memory: self.memory,
+            ephemeral_storage: self.ephemeral_storage,
+            scalars: Vec::new(),
+        };
+        for scalar in &self.scalars {
+            let id = scalar.id.unwrap_or_else(|| table.intern(&scalar.name)) as usize;
+            if vec.scalars.len() <= id {
+                vec.scalars.resize(id + 1, 0);
+            }
+            vec.scalars[id] = vec.scalars[id].saturating_add(scalar.quantity);
+        }
+        vec
+    }
+}
+
 /// A node as this filter sees it.
 pub(crate) struct NodeResources<'a> {
     pub(crate) allocatable: &'a ResourceVec,

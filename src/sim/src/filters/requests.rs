@@ -252,21 +252,30 @@ pub(crate) fn node_allocatable(node: &Node) -> NanoList {
 }
 
 impl ResourceVec {
-    /// Takes away what [`ResourceVec::add_list`] added for the same list.
-    pub(crate) fn sub_list(&mut self, list: &NanoList, table: &mut ResourceTable) {
-        for (name, nanos) in list {
-            match name.as_str() {
-                "cpu" => self.milli_cpu = self.milli_cpu.saturating_sub(millis(*nanos)),
-                "memory" => self.memory = self.memory.saturating_sub(units(*nanos)),
-                "ephemeral-storage" => {
-                    self.ephemeral_storage = self.ephemeral_storage.saturating_sub(units(*nanos));
-                }
-                other if is_scalar(other) => {
-                    let slot = self.scalar_mut(table.intern(other));
-                    *slot = slot.saturating_sub(units(*nanos));
-                }
-                _ => {}
-            }
+    /// Adds another vector (a pod's requests to its node's total).
+    pub(crate) fn add(&mut self, other: &Self) {
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(other.ephemeral_storage);
+        if self.scalars.len() < other.scalars.len() {
+            self.scalars.resize(other.scalars.len(), 0);
+        }
+        for (mine, theirs) in self.scalars.iter_mut().zip(&other.scalars) {
+            *mine = mine.saturating_add(*theirs);
+        }
+    }
+
+    /// Takes away what [`ResourceVec::add`] added.
+    pub(crate) fn sub(&mut self, other: &Self) {
+        self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_sub(other.ephemeral_storage);
+        for (mine, theirs) in self.scalars.iter_mut().zip(&other.scalars) {
+            *mine = mine.saturating_sub(*theirs);
         }
     }
 }

@@ -7,7 +7,6 @@ use std::sync::PoisonError;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::requests::pod_requests;
 use super::{FilterState, inter_pod_affinity, node_ports};
 
 impl FilterState {
@@ -17,9 +16,9 @@ impl FilterState {
             return;
         };
         let node_index = record.node_index;
+        let requested = self.pod_requested.pop().unwrap_or_default();
         if let Some(usage) = self.usage.get_mut(node_index) {
-            let requests = pod_requests(pod, false).unwrap_or_default();
-            usage.requested.sub_list(&requests, &mut self.resources);
+            usage.requested.sub(&requested);
             usage.pod_count -= 1;
             let ports = node_ports::pod_host_ports(pod).len();
             let keep = usage.ports.len().saturating_sub(ports);
