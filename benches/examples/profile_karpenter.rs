@@ -34,8 +34,9 @@ fn main() {
     for _ in 0..reps {
         let prepared = dra_plan::prepare(objects.clone(), dra_sim::FeatureGates::default());
         let started = std::time::Instant::now();
-        let report = prepared.run(&dra_plan::PlanOptions::default());
+        let (report, state) = prepared.run_keeping_state(&dra_plan::PlanOptions::default());
         times.push(started.elapsed());
+        drop(state);
         last = Some(report);
     }
     let Some(report) = last else { return };

@@ -9,5 +9,5 @@ pub mod groups;
 pub mod planner;
 pub mod report;
 
-pub use planner::{Expander, PlanOptions, Prepared, plan, prepare};
+pub use planner::{Expander, PlanOptions, Planned, Prepared, plan, prepare};
 pub use report::PlanReport;

@@ -219,6 +219,15 @@ impl Prepared {
     /// Plans scale-ups for every pending gang.
     #[must_use]
     pub fn run(self, options: &PlanOptions) -> PlanReport {
+        self.run_keeping_state(options).0
+    }
+
+    /// [`Prepared::run`], also handing back the state planning leaves: the
+    /// snapshot with the plan's nodes and placements, to inspect, or to drop
+    /// where its cost does not count (a benchmark times the plan alone, as
+    /// it builds the input untimed).
+    #[must_use]
+    pub fn run_keeping_state(self, options: &PlanOptions) -> (PlanReport, Planned) {
         let Self {
             groups,
             node_group_errors,
@@ -227,45 +236,81 @@ impl Prepared {
             pending,
             gangs,
         } = self;
-        run(
-            groups,
+        let (report, snapshot, names) = run(
+            &groups,
             node_group_errors,
             daemon_pods,
             snapshot,
             &pending,
             &gangs,
             options,
+        );
+        (
+            report,
+            Planned {
+                snapshot,
+                names,
+                gangs,
+            },
         )
     }
 }
 
+/// The state a plan leaves behind (see [`Prepared::run_keeping_state`]).
+#[derive(Debug)]
+pub struct Planned {
+    snapshot: Snapshot,
+    names: BTreeMap<usize, String>,
+    gangs: Vec<Gang>,
+}
+
+impl Planned {
+    /// The snapshot with the planned nodes added and the placed pods bound.
+    #[must_use]
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// How many gangs (single pods included) were planned.
+    #[must_use]
+    pub fn gang_count(&self) -> usize {
+        self.gangs.len()
+    }
+
+    /// How many pending pods were planned.
+    #[must_use]
+    pub fn pod_count(&self) -> usize {
+        self.names.len()
+    }
+}
+
 fn run(
-    groups: Vec<Group>,
+    groups: &[Group],
     node_group_errors: Vec<crate::groups::GroupError>,
     daemon_pods: Vec<Pod>,
     snapshot: Snapshot,
     pending: &[usize],
     gangs: &[Gang],
     options: &PlanOptions,
-) -> PlanReport {
+) -> (PlanReport, Snapshot, BTreeMap<usize, String>) {
     let names = pending
         .iter()
         .map(|&i| (i, key_string(&object_key(&snapshot.pods()[i].metadata))))
         .collect();
     let mut planner = Planner {
-        budget: Budget::new(&groups, options.now, options.min_reservation_left),
+        budget: Budget::new(groups, options.now, options.min_reservation_left),
         used: vec![0; groups.len()],
         snapshot,
         daemon_pods,
         capacities: std::collections::HashMap::new(),
-        groups: &groups,
+        groups,
         options,
         names,
         size_classes: None,
     };
     // Nodes already requested count as capacity (with their DaemonSet pods),
     // so the same pods never trigger a second scale-up while those nodes boot.
-    for group in &groups {
+    for group in groups {
         for i in 0..group.upcoming {
             let (node, slices) = template_node(group, &format!("{}-upcoming-{i}", group.name));
             let node_index = planner.snapshot.add_node(node, slices);
@@ -312,7 +357,7 @@ fn run(
             }
         })
         .collect();
-    report
+    (report, planner.snapshot, planner.names)
 }
 
 /// The pod each DaemonSet among `extra` runs on every node it selects:

@@ -310,6 +310,10 @@ impl Index {
         namespace_labels: Option<&Labels>,
         nodes: &[NodeRecord],
     ) -> Vec<(Arc<TopologyColumn>, Arc<DomainCounts>)> {
+        // Most clusters have no anti-affinity at all: skip the memo's key.
+        if self.anti_groups.is_empty() {
+            return Vec::new();
+        }
         let entry = self
             .anti_matches
             .entry((namespace.to_string(), labels.cloned()))

@@ -229,17 +229,17 @@ pub(crate) fn prepare(
     check_preferred(pod)?;
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let labels = pod.metadata.labels.as_ref();
-    let own = PodRecord {
-        namespace: namespace.to_string(),
-        labels: labels.cloned(),
-        terminating: false,
-        node_index: usize::MAX,
-    };
     let mut prepared = PreparedAffinity {
         existing: index.matching_anti_groups(namespace, labels, registry.labels(namespace), nodes),
         ..PreparedAffinity::default()
     };
     if !affinity_terms.is_empty() {
+        let own = PodRecord {
+            namespace: namespace.to_string(),
+            labels: labels.cloned(),
+            terminating: false,
+            node_index: usize::MAX,
+        };
         let all = PodMatcher {
             clauses: affinity_terms
                 .iter()
