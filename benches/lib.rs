@@ -567,6 +567,131 @@ pub mod karpenter {
             .collect()
     }
 
+    /// The least any plan for `pods` can cost on these shapes, Karpenter's
+    /// included: a shape's price is linear in its size (shape *i* is *i+1*
+    /// units of 1 vCPU, 2 GiB and 10 pods at `price(0)` each), so the units
+    /// bought cover at least the summed CPU, the summed memory, the pod
+    /// count and one node per hostname anti-affinity pod.
+    #[must_use]
+    pub fn price_lower_bound(pods: &[Pod]) -> f64 {
+        let mut cpu_milli: i64 = 0;
+        let mut memory: i64 = 0;
+        let mut exclusive = 0usize;
+        for pod in pods {
+            let Some(spec) = &pod.spec else { continue };
+            for c in &spec.containers {
+                let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+                if let Some(requests) = requests {
+                    cpu_milli += requests
+                        .get("cpu")
+                        .and_then(|q| dra_sim::quantity::milli_value(&q.0).ok())
+                        .unwrap_or(0);
+                    memory += requests
+                        .get("memory")
+                        .and_then(|q| dra_sim::quantity::value(&q.0).ok())
+                        .unwrap_or(0);
+                }
+            }
+            let anti = spec
+                .affinity
+                .as_ref()
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .is_some();
+            exclusive += usize::from(anti);
+        }
+        let units = [
+            cpu_milli as f64 / 1000.0,
+            memory as f64 / (2.0 * 1_073_741_824.0),
+            pods.len() as f64 / 10.0,
+            exclusive as f64,
+        ]
+        .into_iter()
+        .fold(0.0, f64::max)
+        .ceil();
+        units * price(0)
+    }
+
+    /// A model of Karpenter's bin-packing on this workload, for an estimate
+    /// of its plan's price where Karpenter cannot be run: pods in its queue
+    /// order (CPU, then memory, descending); each goes to the in-flight node
+    /// with the fewest pods that can still take it (some shape holds the
+    /// total; hostname anti-affinity pods never share a node), else to a
+    /// new node; each node is then bought as the smallest shape holding it.
+    /// Spread and affinity constraints are left out (they only add cost), so
+    /// this errs towards a cheaper Karpenter. Returns (nodes, price per hour).
+    #[must_use]
+    pub fn karpenter_model(pods: &[Pod]) -> (usize, f64) {
+        const GIB: f64 = 1_073_741_824.0;
+        let mut items: Vec<(f64, f64, bool)> = pods
+            .iter()
+            .filter_map(|p| {
+                let spec = p.spec.as_ref()?;
+                let requests = spec
+                    .containers
+                    .first()?
+                    .resources
+                    .as_ref()?
+                    .requests
+                    .as_ref()?;
+                let cpu =
+                    dra_sim::quantity::milli_value(&requests.get("cpu")?.0).ok()? as f64 / 1000.0;
+                let memory =
+                    dra_sim::quantity::value(&requests.get("memory")?.0).ok()? as f64 / GIB;
+                let anti = spec
+                    .affinity
+                    .as_ref()
+                    .and_then(|a| a.pod_anti_affinity.as_ref())
+                    .is_some();
+                Some((cpu, memory, anti))
+            })
+            .collect();
+        items.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.total_cmp(&a.1)));
+        let largest = SHAPES as f64;
+        // Per node: cpu, memory (GiB), pods, has an anti-affinity pod.
+        let mut nodes: Vec<(f64, f64, usize, bool)> = Vec::new();
+        // (pod count, node index): in-flight nodes, fewest pods first.
+        let mut by_count: std::collections::BTreeSet<(usize, usize)> =
+            std::collections::BTreeSet::new();
+        for (cpu, memory, anti) in items {
+            let home = by_count.iter().copied().find(|&(_, i)| {
+                let n = nodes[i];
+                !(anti && n.3)
+                    && n.0 + cpu <= largest
+                    && n.1 + memory <= 2.0 * largest
+                    && (n.2 + 1) as f64 <= 10.0 * largest
+            });
+            let i = match home {
+                Some(entry) => {
+                    by_count.remove(&entry);
+                    entry.1
+                }
+                None => {
+                    nodes.push((0.0, 0.0, 0, false));
+                    nodes.len() - 1
+                }
+            };
+            nodes[i] = (
+                nodes[i].0 + cpu,
+                nodes[i].1 + memory,
+                nodes[i].2 + 1,
+                nodes[i].3 || anti,
+            );
+            by_count.insert((nodes[i].2, i));
+        }
+        let price: f64 = nodes
+            .iter()
+            .map(|&(cpu, memory, count, _)| {
+                let units = cpu
+                    .max(memory / 2.0)
+                    .max(count as f64 / 10.0)
+                    .ceil()
+                    .max(1.0);
+                units * price(0)
+            })
+            .sum();
+        (nodes.len(), price)
+    }
+
     /// The whole input: an empty cluster, the NodeGroups and `n` pending pods.
     #[must_use]
     pub fn workload(n: usize) -> ClusterObjects {

@@ -65,6 +65,7 @@ fn karpenter_shape_plain(bencher: divan::Bencher) {
             .and_then(serde_json::Value::as_str)
             .is_some_and(|n| n.ends_with("-test-zone-1-on-demand"))
     });
+    // pods(50_000) starts with its 10,000 generic pods.
     objects.pods = karpenter::pods(50_000).into_iter().take(10_000).collect();
     bench_plan(bencher, "karpenter-shape-plain", &objects, 10_000);
 }
@@ -89,5 +90,12 @@ fn gpu_gangs_scaling(bencher: divan::Bencher, which: &str) {
 #[divan::bench(sample_count = 3, args = [1, 50, 100, 500, 1_000, 2_000, 5_000, 10_000, 20_000])]
 fn karpenter(bencher: divan::Bencher, pods: usize) {
     let objects = karpenter::workload(pods);
+    let (model_nodes, model_price) = karpenter::karpenter_model(&objects.pods);
+    eprintln!(
+        "[karpenter-{pods}] no plan can cost less than {:.2}/h; Karpenter launches {} nodes; \
+         a model of its packing: {model_nodes} nodes, {model_price:.2}/h",
+        karpenter::price_lower_bound(&objects.pods),
+        (pods / 5).max(1)
+    );
     bench_plan(bencher, &format!("karpenter-{pods}"), &objects, pods);
 }

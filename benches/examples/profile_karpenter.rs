@@ -49,6 +49,13 @@ fn main() {
         "{} pods planned in {elapsed:?}: {nodes} nodes, {price:.2}/h",
         report.pods.len()
     );
+    if !plain {
+        let (model_nodes, model_price) = dra_benches::karpenter::karpenter_model(&objects.pods);
+        eprintln!(
+            "lower bound {:.2}/h; model of Karpenter's packing: {model_nodes} nodes, {model_price:.2}/h",
+            dra_benches::karpenter::price_lower_bound(&objects.pods)
+        );
+    }
     for s in report.scale_ups.iter().take(20) {
         eprintln!("  {} +{}", s.node_group, s.count);
     }

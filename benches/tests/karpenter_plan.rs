@@ -43,6 +43,19 @@ fn check(n: usize) {
         nodes <= karpenter_nodes,
         "{n} pods: {nodes} nodes, Karpenter {karpenter_nodes}"
     );
+    // No plan can cost less than the bound (below it the plan would not
+    // hold its pods); ours should not cost more than the model of
+    // Karpenter's packing.
+    let bound = karpenter::price_lower_bound(&objects.pods);
+    let (_, model) = karpenter::karpenter_model(&objects.pods);
+    assert!(
+        price >= bound - 1e-6,
+        "{n} pods: {price} below the bound {bound}"
+    );
+    assert!(
+        price <= model + 1e-6,
+        "{n} pods: {price} above the Karpenter model {model}"
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ use dra_benches::{gpu_cluster, karpenter};
 use dra_sim::FeatureGates;
 use dra_sim::report::Outcome;
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use std::collections::BTreeSet;
 
@@ -263,4 +264,67 @@ fn karpenter_pods_match_upstream_make_diverse_pods() {
     assert!(karpenter::pods(0).is_empty());
     // Fixed seed: the same pods every time.
     assert_eq!(karpenter::pods(103), pods);
+}
+
+#[test]
+fn karpenter_price_lower_bound_takes_the_binding_resource() {
+    let mut pods = karpenter::pods(5);
+    // Part order: generic, zone spread, hostname spread, zone affinity,
+    // anti-affinity; set the requests by hand.
+    for (pod, (cpu, memory)) in pods.iter_mut().zip([
+        ("1500m", "4096Mi"),
+        ("1500m", "4096Mi"),
+        ("100m", "4096Mi"),
+        ("100m", "100Mi"),
+        ("100m", "100Mi"),
+    ]) {
+        let requests = pod.spec.as_mut().unwrap().containers[0]
+            .resources
+            .as_mut()
+            .unwrap()
+            .requests
+            .as_mut()
+            .unwrap();
+        requests.insert("cpu".into(), Quantity(cpu.into()));
+        requests.insert("memory".into(), Quantity(memory.into()));
+    }
+    // CPU 3.3 cores, memory 12Gi + 200Mi = 6.1 units of 2 GiB → 7 units.
+    let bound = karpenter::price_lower_bound(&pods);
+    assert!((bound - 7.0 * karpenter::price(0)).abs() < 1e-9, "{bound}");
+    // One pod alone still needs one unit.
+    assert!((karpenter::price_lower_bound(&pods[3..4]) - karpenter::price(0)).abs() < 1e-9);
+}
+
+fn with_requests(
+    mut pod: k8s_openapi::api::core::v1::Pod,
+    cpu: &str,
+    memory: &str,
+) -> k8s_openapi::api::core::v1::Pod {
+    let requests = pod.spec.as_mut().unwrap().containers[0]
+        .resources
+        .as_mut()
+        .unwrap()
+        .requests
+        .as_mut()
+        .unwrap();
+    requests.insert("cpu".into(), Quantity(cpu.into()));
+    requests.insert("memory".into(), Quantity(memory.into()));
+    pod
+}
+
+#[test]
+fn karpenter_model_packs_fewest_pods_first_and_keeps_anti_affinity_apart() {
+    let pods = karpenter::pods(5);
+    let (generic, anti) = (pods[0].clone(), pods[4].clone());
+    let input = [
+        with_requests(anti.clone(), "1000m", "1Gi"),
+        with_requests(generic, "1500m", "4Gi"),
+        with_requests(anti, "100m", "100Mi"),
+    ];
+    // Queue order by CPU: the generic pod opens node 0; the first anti pod
+    // joins it (2.5 CPU, 5 GiB: 3 units); the second anti pod may not, and
+    // opens node 1 (1 unit).
+    let (nodes, price) = karpenter::karpenter_model(&input);
+    assert_eq!(nodes, 2);
+    assert!((price - 4.0 * karpenter::price(0)).abs() < 1e-9, "{price}");
 }
