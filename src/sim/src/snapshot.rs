@@ -431,21 +431,35 @@ impl Snapshot {
         self.filters.allocatable_of(node)
     }
 
-    /// Whether the requests of the pods on `node_index` — plus pod
-    /// `extra_pod` when given — fit within `target` (pod slots included):
-    /// exactly when NodeResourcesFit would pass each of them, in any order,
-    /// on a node with that allocatable.
+    /// What `node_index` has left within `target`: CPU (millicores), memory
+    /// (bytes) and pod slots, each possibly negative.
+    #[must_use]
+    pub fn room_within(
+        &self,
+        node_index: usize,
+        target: &crate::filters::Allocatable,
+    ) -> Option<(i64, i64, i64)> {
+        self.filters.room_within(node_index, target)
+    }
+
+    /// Pod `pod_index`'s requests as an amount for [`Snapshot::usage_fits`];
+    /// `None` when a request is not a quantity.
+    pub fn requests_of(&mut self, pod_index: usize) -> Option<crate::filters::Allocatable> {
+        let pod = self.pods.get(pod_index)?;
+        self.filters.requests_of(pod)
+    }
+
+    /// Whether the requests of the pods on `node_index` — plus `extra`, a
+    /// pod's [`Snapshot::requests_of`], when given — fit within `target`
+    /// (pod slots included): exactly when NodeResourcesFit would pass each
+    /// of them, in any order, on a node with that allocatable.
     #[must_use]
     pub fn usage_fits(
         &self,
         node_index: usize,
-        extra_pod: Option<usize>,
+        extra: Option<&crate::filters::Allocatable>,
         target: &crate::filters::Allocatable,
     ) -> bool {
-        let extra = extra_pod.and_then(|i| self.pods.get(i));
-        if extra_pod.is_some() && extra.is_none() {
-            return false;
-        }
         self.filters.usage_fits(node_index, extra, target)
     }
 

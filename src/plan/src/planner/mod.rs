@@ -501,9 +501,11 @@ impl Planner<'_> {
         if self.options.expander == Expander::LeastCost {
             unplaced = self.pack_by_size(unplaced, &claims, &mut attempt);
         }
-        // Packing places in its own order; the report lists those pods in
-        // that order (in the slots they held) so that replaying the report
-        // top to bottom is the sequence that was checked.
+        // Packing places in its own order; the report lists the packed pods
+        // in that order, in the slots they held, so that among new nodes of
+        // one packing the report's order is the sequence that was checked.
+        // (Pods placed on existing nodes were checked before, and pods left
+        // to the group-by-group path after, whatever their slots.)
         let packed: Vec<usize> = attempt.placements[packed_from..]
             .iter()
             .map(|p| p.pod_index)
@@ -1078,8 +1080,13 @@ impl Planner<'_> {
         claims: &PodClaims,
         allocations: Vec<k8s_openapi::api::resource::v1::AllocationResult>,
     ) {
-        let pod_key = object_key(&self.snapshot.pods()[pod_index].metadata);
-        let reported = report_allocations(&pod_key, claims, &allocations);
+        // Most pods allocate nothing: skip building their keys.
+        let reported = if allocations.is_empty() {
+            Vec::new()
+        } else {
+            let pod_key = object_key(&self.snapshot.pods()[pod_index].metadata);
+            report_allocations(&pod_key, claims, &allocations)
+        };
         self.snapshot
             .bind(pod_index, node_index, claims, allocations);
         attempt.placements.push(Placement {

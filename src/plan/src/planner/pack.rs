@@ -1,14 +1,21 @@
 //! Packing single pods onto new nodes whose size is chosen last.
 //!
-//! Node groups whose nodes look the same to every pending pod — same taints,
-//! same values for every label key some pod or DaemonSet refers to, no
-//! ResourceSlices — differ only in size and price: a *size class*. Pods are
-//! placed first fit, under the full filters, on nodes of the class's largest
-//! template; each such node is then bought as the cheapest member of the
-//! class (with room) whose allocatable holds what the node took, and every
-//! placement is checked again on the node as bought. This is how a plan
-//! covers thousands of pods with few well-filled nodes instead of probing
-//! every group for every node.
+//! Node groups whose nodes look the same to the pods' scheduling terms —
+//! same taints, same values for every label key a pod or DaemonSet names in
+//! a node selector, required node affinity, spread or pod (anti-)affinity
+//! term, no ResourceSlices — differ only in size and price: a *size class*.
+//! Pods are placed under the full filters on nodes of the class's largest
+//! member with room: first where the pod fits within the size the node
+//! would be bought at now (it costs nothing more), else first fit, else on a
+//! new node of the class where the pod alone costs least. Pods with required
+//! anti-affinity go first, so that the rest fill around them. Each node is
+//! then bought as the cheapest member (with room) whose allocatable holds
+//! what it took, and every placement is checked again, in order, on the
+//! node as bought: a label the classes did not look at (an allocated
+//! claim's node selector, say) can only make a pod fall through to the
+//! group-by-group path, never make a plan claim a fit the scheduler would
+//! refuse. This is how a plan covers thousands of pods with few well-filled
+//! nodes instead of probing every group for every node.
 //!
 //! Topology spread is planned against the domains new nodes *could* add: an
 //! empty "phantom" node per class, never bound to, keeps each class's zone
@@ -35,13 +42,87 @@ pub(super) struct SizeClasses {
     allocatables: BTreeMap<usize, Allocatable>,
 }
 
-/// The size classes of one packing pass, with their phantom nodes.
+/// The size classes of one packing, with the template each is filled on.
 struct Sizing {
     classes: Vec<SizeClass>,
-    /// Per class: its empty phantom node.
-    phantoms: Vec<usize>,
+    /// Per class: the member nodes are filled on (the largest with room),
+    /// or `None` when no member has room.
+    fill: Vec<Option<usize>>,
     /// Per member group: its template's allocatable.
     allocatables: BTreeMap<usize, Allocatable>,
+}
+
+/// What one scratch packing pass decided.
+#[derive(Debug, Default)]
+struct Pass {
+    /// Per node opened: its class.
+    opened: Vec<usize>,
+    /// Per node opened: how many pods it took.
+    holds: Vec<usize>,
+    /// Per node opened: the member it is bought as, if any can be.
+    bought: Vec<Option<usize>>,
+    /// (pod, node slot) in placement order.
+    placed: Vec<(usize, usize)>,
+    /// Pods no class took.
+    left_over: Vec<usize>,
+}
+
+impl Pass {
+    /// Whether some node that took pods cannot be bought.
+    fn unbought(&self) -> bool {
+        self.holds
+            .iter()
+            .zip(&self.bought)
+            .any(|(&holds, bought)| holds > 0 && bought.is_none())
+    }
+}
+
+/// How many nodes with room left within their current size a pod looks at
+/// before first fit: bounds the cost per pod when many nodes have room.
+const FREE_FIT_SCAN: usize = 16;
+
+/// Nodes opened by a packing pass with room left within the size they
+/// would be bought at now: a pod placed there costs nothing more.
+#[derive(Debug, Default)]
+struct Slack {
+    /// Per opened slot: the position, in its class's members, of the
+    /// cheapest member that holds what the node has.
+    size: Vec<usize>,
+    /// Per opened slot: its class.
+    class: Vec<usize>,
+    /// Slots that may still have room.
+    open: Vec<usize>,
+    /// Index of the first node opened by the pass.
+    first_open: usize,
+    /// Where in `open` the next look starts.
+    next: usize,
+    /// The least CPU and memory any waiting pod asks: a node with less room
+    /// is dropped from `open`.
+    smallest: (i64, i64),
+}
+
+impl Slack {
+    /// Records a placement on `slot`: its size may grow; a new slot joins.
+    fn placed(&mut self, planner: &Planner<'_>, sizing: &Sizing, opened: &[usize], slot: usize) {
+        if self.size.len() <= slot {
+            self.size.resize(slot + 1, 0);
+            self.class.resize(slot + 1, 0);
+            self.class[slot] = opened[slot];
+            self.open.push(slot);
+        }
+        // What a node holds only grows, so a member that could not hold it
+        // before cannot now: the search resumes where it stopped.
+        let members = &sizing.classes[opened[slot]].members;
+        let node_index = self.first_open + slot;
+        while self.size[slot] < members.len()
+            && !sizing
+                .allocatables
+                .get(&members[self.size[slot]])
+                .is_some_and(|a| planner.snapshot.usage_fits(node_index, None, a))
+        {
+            self.size[slot] += 1;
+        }
+    }
 }
 
 /// Node groups that differ only in size and price for the pods at hand.
@@ -50,8 +131,6 @@ pub(super) struct SizeClass {
     /// Members by price, capacity type, then name: the first with room that
     /// holds a node's pods is bought.
     members: Vec<usize>,
-    /// The member whose allocatable covers every other member's.
-    largest: usize,
 }
 
 /// Label keys the filters read for any of `pods`: node selectors, required
@@ -116,6 +195,17 @@ fn has_required_anti_affinity(pod: &Pod) -> bool {
 }
 
 impl Planner<'_> {
+    /// The order in which members of a class are bought: price, capacity
+    /// type (reserved first), name.
+    fn cheaper(&self, a: usize, b: usize) -> std::cmp::Ordering {
+        let (ga, gb) = (&self.groups[a], &self.groups[b]);
+        ga.spec
+            .price_per_hour
+            .total_cmp(&gb.spec.price_per_hour)
+            .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
+            .then_with(|| ga.name.cmp(&gb.name))
+    }
+
     /// The size classes of the groups, computed once per plan (which keys
     /// matter depends on all pods, known up front); the caller puts them
     /// back in `self.size_classes` when done.
@@ -148,23 +238,13 @@ impl Planner<'_> {
             // largest covers, so a member never lands in a class whose nodes
             // it could not replace.
             members.sort_by_key(|(g, a)| (std::cmp::Reverse(a.cpu_memory()), *g));
-            while let Some((largest, big)) = members.first().cloned() {
+            while let Some((_, big)) = members.first().cloned() {
                 let (inside, rest): (Vec<_>, Vec<_>) =
                     members.into_iter().partition(|(_, a)| big.covers(a));
                 members = rest;
                 let mut ids: Vec<usize> = inside.into_iter().map(|(g, _)| g).collect();
-                ids.sort_by(|&a, &b| {
-                    let (ga, gb) = (&self.groups[a], &self.groups[b]);
-                    ga.spec
-                        .price_per_hour
-                        .total_cmp(&gb.spec.price_per_hour)
-                        .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
-                        .then_with(|| ga.name.cmp(&gb.name))
-                });
-                classes.push(SizeClass {
-                    members: ids,
-                    largest,
-                });
+                ids.sort_by(|&a, &b| self.cheaper(a, b));
+                classes.push(SizeClass { members: ids });
             }
         }
         SizeClasses {
@@ -175,101 +255,174 @@ impl Planner<'_> {
 
     /// Places `waiting` single pods on new nodes chosen by size class (see
     /// the module docs) and records them in `attempt`; returns the pods it
-    /// could not place, for the group-by-group path and its reasons.
+    /// could not place, in queue order, for the group-by-group path and its
+    /// reasons.
     pub(super) fn pack_by_size(
         &mut self,
         waiting: Vec<usize>,
         claims: &BTreeMap<usize, PodClaims>,
         attempt: &mut Attempt,
     ) -> Vec<usize> {
-        let SizeClasses {
-            classes,
-            allocatables,
-        } = self.size_classes();
-        if classes.is_empty() || waiting.is_empty() {
-            self.size_classes = Some(SizeClasses {
-                classes,
-                allocatables,
-            });
+        let known = self.size_classes();
+        if known.classes.is_empty() || waiting.is_empty() {
+            self.size_classes = Some(known);
             return waiting;
         }
+        let position: BTreeMap<usize, usize> =
+            waiting.iter().enumerate().map(|(i, &p)| (p, i)).collect();
         // Pods with required anti-affinity go first, each opening or taking
         // a node that no conflicting pod has yet; the rest then fill around
         // them in queue order, which mixes CPU-heavy and memory-heavy pods on
         // each node (sorting by size would segregate them and leave one
         // resource idle on every node bought).
-        let (mut waiting, rest): (Vec<usize>, Vec<usize>) = waiting
-            .into_iter()
-            .partition(|&p| has_required_anti_affinity(&self.snapshot.pods()[p]));
-        waiting.extend(rest);
-        let before = self.snapshot.checkpoint();
-        let phantoms: Vec<usize> = classes
+        let (mut reordered, rest): (Vec<usize>, Vec<usize>) = waiting
+            .iter()
+            .partition(|&&p| has_required_anti_affinity(&self.snapshot.pods()[p]));
+        let moved = !reordered.is_empty() && !rest.is_empty();
+        reordered.extend(rest);
+        let sizing = self.sizing(known, attempt);
+        let mut pass = self.pack_pass(&reordered, claims, &sizing, attempt);
+        // When some filled node cannot be bought (a size limit binds), pods
+        // that jumped the queue could hold capacity an older pod would get
+        // from the scheduler: plan again in queue order.
+        if moved && pass.unbought() {
+            pass = self.pack_pass(&waiting, claims, &sizing, attempt);
+        }
+        let mut left_over = self.buy(pass, claims, attempt);
+        self.size_classes = Some(SizeClasses {
+            classes: sizing.classes,
+            allocatables: sizing.allocatables,
+        });
+        left_over.sort_by_key(|p| position.get(p).copied().unwrap_or(usize::MAX));
+        left_over
+    }
+
+    /// The classes of this pass, each filled on its largest member that
+    /// still has room (a node filled beyond every member with room could
+    /// not be bought).
+    fn sizing(&self, known: SizeClasses, attempt: &Attempt) -> Sizing {
+        let SizeClasses {
+            classes,
+            allocatables,
+        } = known;
+        let has_room = |g: usize| {
+            self.budget
+                .left(g, |h| {
+                    self.used[h] + attempt.new_nodes.get(&h).copied().unwrap_or(0)
+                })
+                .is_ok_and(|n| n > 0)
+        };
+        let fill: Vec<Option<usize>> = classes
             .iter()
             .map(|class| {
-                let group = &self.groups[class.largest];
-                let (node, _) = template_node(group, &format!("{}-phantom", group.name));
-                let index = self.snapshot.add_node(node, Vec::new());
-                self.add_daemon_pods(index);
-                index
+                class
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|&g| has_room(g))
+                    .max_by_key(|g| {
+                        (
+                            allocatables.get(g).map(Allocatable::cpu_memory),
+                            std::cmp::Reverse(*g),
+                        )
+                    })
             })
             .collect();
-        let sizing = Sizing {
+        Sizing {
             classes,
-            phantoms,
+            fill,
             allocatables,
-        };
+        }
+    }
+
+    /// Packs `order` in a scratch state: nodes of the classes' fill
+    /// templates, first fit after free fit; decides which member each filled
+    /// node is bought as; rolls everything back.
+    fn pack_pass(
+        &mut self,
+        order: &[usize],
+        claims: &BTreeMap<usize, PodClaims>,
+        sizing: &Sizing,
+        attempt: &Attempt,
+    ) -> Pass {
+        let before = self.snapshot.checkpoint();
+        let mut phantoms = Vec::with_capacity(sizing.classes.len());
+        for fill in &sizing.fill {
+            // A class with no room left keeps no phantom: it adds no domain.
+            let Some(g) = *fill else {
+                phantoms.push(None);
+                continue;
+            };
+            let group = &self.groups[g];
+            let (node, _) = template_node(group, &format!("{}-phantom", group.name));
+            let index = self.snapshot.add_node(node, Vec::new());
+            self.add_daemon_pods(index);
+            phantoms.push(Some(index));
+        }
         let first_open = self.snapshot.nodes().len();
-        // Per node opened here: its class; per pod placed: its node.
-        let mut opened: Vec<usize> = Vec::new();
-        let mut placed: Vec<(usize, usize)> = Vec::new();
-        let mut holds: Vec<usize> = Vec::new();
-        let mut left_over = Vec::new();
-        for pod_index in waiting {
+        let mut pass = Pass::default();
+        // Pods of one signature ask the same: parse each signature once.
+        let mut by_signature: std::collections::HashMap<u64, Option<Allocatable>> =
+            std::collections::HashMap::new();
+        let amounts: Vec<Option<Allocatable>> = order
+            .iter()
+            .map(|&p| match self.snapshot.signature(p) {
+                Some(signature) => by_signature
+                    .entry(signature)
+                    .or_insert_with(|| self.snapshot.requests_of(p))
+                    .clone(),
+                None => self.snapshot.requests_of(p),
+            })
+            .collect();
+        let smallest = amounts
+            .iter()
+            .flatten()
+            .map(Allocatable::cpu_memory)
+            .fold((i64::MAX, i64::MAX), |(c, m), (pc, pm)| {
+                (c.min(pc), m.min(pm))
+            });
+        let mut slack = Slack {
+            first_open,
+            smallest,
+            ..Slack::default()
+        };
+        for (&pod_index, amount) in order.iter().zip(amounts) {
             let Some(pod_claims) = claims.get(&pod_index) else {
                 continue;
             };
-            let signature = self.snapshot.signature(pod_index);
-            let start = self.snapshot.scan_start(signature).max(first_open);
-            let mut home = None;
-            for node_index in start..self.snapshot.nodes().len() {
-                if let Verdict::Fits(allocations) =
-                    self.snapshot.check(pod_index, node_index, pod_claims)
-                {
-                    self.snapshot.refused_before(signature, node_index);
-                    self.snapshot
-                        .bind(pod_index, node_index, pod_claims, allocations);
-                    home = Some(node_index);
-                    break;
-                }
+            let mut home = amount.as_ref().and_then(|amount| {
+                self.free_fit(pod_index, pod_claims, amount, sizing, &mut slack)
+            });
+            if home.is_none() {
+                home = self.first_fit(pod_index, pod_claims, first_open);
             }
             if home.is_none() {
-                let end = self.snapshot.nodes().len();
-                self.snapshot.refused_before(signature, end);
                 home = self.open_sized_node(
                     pod_index,
                     pod_claims,
-                    &sizing,
+                    amount.as_ref(),
+                    (sizing, &phantoms),
                     &attempt.new_nodes,
-                    &mut opened,
+                    &mut pass.opened,
                 );
-                holds.resize(opened.len(), 0);
+                pass.holds.resize(pass.opened.len(), 0);
             }
             match home {
                 Some(node_index) => {
                     let slot = node_index - first_open;
-                    holds[slot] += 1;
-                    placed.push((pod_index, slot));
+                    pass.holds[slot] += 1;
+                    pass.placed.push((pod_index, slot));
+                    slack.placed(self, sizing, &pass.opened, slot);
                 }
-                None => left_over.push(pod_index),
+                None => pass.left_over.push(pod_index),
             }
         }
 
         // Buy each node as the cheapest member of its class that holds it.
         let mut tentative: BTreeMap<usize, usize> = BTreeMap::new();
-        let mut bought: Vec<Option<usize>> = Vec::with_capacity(opened.len());
-        for (slot, &c) in opened.iter().enumerate() {
-            if holds[slot] == 0 {
-                bought.push(None);
+        for (slot, &c) in pass.opened.iter().enumerate() {
+            if pass.holds[slot] == 0 {
+                pass.bought.push(None);
                 continue;
             }
             let node_index = first_open + slot;
@@ -291,43 +444,151 @@ impl Planner<'_> {
             if let Some(g) = choice {
                 *tentative.entry(g).or_default() += 1;
             }
-            bought.push(choice);
+            pass.bought.push(choice);
         }
         self.snapshot.rollback(before);
+        pass
+    }
 
-        // The real nodes, then every placement checked again on them in the
-        // same order.
-        let real: Vec<Option<usize>> = bought
-            .iter()
-            .map(|choice| choice.map(|g| self.add_new_node(g, attempt)))
-            .collect();
-        for (pod_index, slot) in placed {
-            let Some(pod_claims) = claims.get(&pod_index) else {
-                continue;
-            };
-            let Some(node_index) = real[slot] else {
-                left_over.push(pod_index);
-                continue;
-            };
-            match self.snapshot.check(pod_index, node_index, pod_claims) {
-                Verdict::Fits(allocations) => self.place(
-                    attempt,
-                    pod_index,
-                    node_index,
-                    bought[slot],
-                    pod_claims,
-                    allocations,
-                ),
-                _ => left_over.push(pod_index),
+    /// First fit over the nodes opened by this pass, from the pod
+    /// signature's cursor.
+    fn first_fit(
+        &mut self,
+        pod_index: usize,
+        pod_claims: &PodClaims,
+        first_open: usize,
+    ) -> Option<usize> {
+        let signature = self.snapshot.signature(pod_index);
+        let start = self.snapshot.scan_start(signature).max(first_open);
+        for node_index in start..self.snapshot.nodes().len() {
+            if let Verdict::Fits(allocations) =
+                self.snapshot.check(pod_index, node_index, pod_claims)
+            {
+                self.snapshot.refused_before(signature, node_index);
+                self.snapshot
+                    .bind(pod_index, node_index, pod_claims, allocations);
+                return Some(node_index);
             }
         }
-        self.size_classes = Some(SizeClasses {
-            classes: sizing.classes,
-            allocatables: sizing.allocatables,
-        });
-        // Pods that fell through go on in their queue order.
-        left_over.sort_unstable();
-        left_over
+        let end = self.snapshot.nodes().len();
+        self.snapshot.refused_before(signature, end);
+        None
+    }
+
+    /// Makes the pass real: the bought nodes, then every placement checked
+    /// again on them in the pass's order. A node none of whose pods passes
+    /// again (a key the classes did not see, such as an allocated claim's
+    /// node selector) is not bought: the purchase is redone without it.
+    /// Returns the pods not placed.
+    fn buy(
+        &mut self,
+        mut pass: Pass,
+        claims: &BTreeMap<usize, PodClaims>,
+        attempt: &mut Attempt,
+    ) -> Vec<usize> {
+        for _round in 0..3 {
+            let before = self.snapshot.checkpoint();
+            let saved = (
+                attempt.placements.len(),
+                attempt.new_nodes.clone(),
+                attempt.cost,
+            );
+            let real: Vec<Option<usize>> = pass
+                .bought
+                .iter()
+                .map(|choice| choice.map(|g| self.add_new_node(g, attempt)))
+                .collect();
+            let mut landed = vec![0usize; real.len()];
+            let mut left_over = pass.left_over.clone();
+            for &(pod_index, slot) in &pass.placed {
+                let Some(pod_claims) = claims.get(&pod_index) else {
+                    continue;
+                };
+                let Some(node_index) = real[slot] else {
+                    left_over.push(pod_index);
+                    continue;
+                };
+                match self.snapshot.check(pod_index, node_index, pod_claims) {
+                    Verdict::Fits(allocations) => {
+                        landed[slot] += 1;
+                        self.place(
+                            attempt,
+                            pod_index,
+                            node_index,
+                            pass.bought[slot],
+                            pod_claims,
+                            allocations,
+                        );
+                    }
+                    _ => left_over.push(pod_index),
+                }
+            }
+            let empty: Vec<usize> = (0..real.len())
+                .filter(|&slot| real[slot].is_some() && landed[slot] == 0)
+                .collect();
+            if empty.is_empty() {
+                return left_over;
+            }
+            self.snapshot.rollback(before);
+            attempt.placements.truncate(saved.0);
+            attempt.new_nodes = saved.1;
+            attempt.cost = saved.2;
+            for slot in empty {
+                pass.bought[slot] = None;
+            }
+        }
+        // Still not settled: buy nothing from this pass.
+        let mut all = pass.left_over;
+        all.extend(pass.placed.iter().map(|&(p, _)| p));
+        all
+    }
+
+    /// Places the pod on a node opened by this pass whose current size
+    /// holds it too (checked in full), trying at most [`FREE_FIT_SCAN`]
+    /// nodes; drops nodes with no room left for the smallest pod.
+    fn free_fit(
+        &mut self,
+        pod_index: usize,
+        pod_claims: &PodClaims,
+        amount: &Allocatable,
+        sizing: &Sizing,
+        slack: &mut Slack,
+    ) -> Option<usize> {
+        let (first_open, smallest) = (slack.first_open, slack.smallest);
+        // Each pod looks at the next few nodes in turn, so that every node
+        // with room is offered to some pods at a bounded cost per pod.
+        let mut looked = 0;
+        while looked < FREE_FIT_SCAN && !slack.open.is_empty() {
+            let k = slack.next % slack.open.len();
+            let slot = slack.open[k];
+            let node_index = first_open + slot;
+            let class = &sizing.classes[slack.class[slot]];
+            let target = class
+                .members
+                .get(slack.size[slot])
+                .and_then(|g| sizing.allocatables.get(g));
+            let room = target.and_then(|t| self.snapshot.room_within(node_index, t));
+            if room.is_none_or(|(cpu, memory, pods)| {
+                cpu < smallest.0 || memory < smallest.1 || pods < 1
+            }) {
+                slack.open.swap_remove(k);
+                continue;
+            }
+            looked += 1;
+            slack.next = k + 1;
+            let Some(target) = target else { continue };
+            if !self.snapshot.usage_fits(node_index, Some(amount), target) {
+                continue;
+            }
+            if let Verdict::Fits(allocations) =
+                self.snapshot.check(pod_index, node_index, pod_claims)
+            {
+                self.snapshot
+                    .bind(pod_index, node_index, pod_claims, allocations);
+                return Some(node_index);
+            }
+        }
+        None
     }
 
     /// Opens a node of the class where this pod alone would cost least (its
@@ -337,19 +598,26 @@ impl Planner<'_> {
         &mut self,
         pod_index: usize,
         pod_claims: &PodClaims,
-        sizing: &Sizing,
+        amount: Option<&Allocatable>,
+        (sizing, phantoms): (&Sizing, &[Option<usize>]),
         planned: &BTreeMap<usize, usize>,
         opened: &mut Vec<usize>,
     ) -> Option<usize> {
+        // A pod whose requests do not parse is left to the group-by-group
+        // path, which reports why.
+        let amount = amount?;
         let Sizing {
             classes,
-            phantoms,
+            fill,
             allocatables,
         } = sizing;
         let mut best: Option<(usize, usize)> = None;
         for (c, class) in classes.iter().enumerate() {
+            let Some(phantom) = phantoms.get(c).copied().flatten() else {
+                continue;
+            };
             if !matches!(
-                self.snapshot.check(pod_index, phantoms[c], pod_claims),
+                self.snapshot.check(pod_index, phantom, pod_claims),
                 Verdict::Fits(_)
             ) {
                 continue;
@@ -362,7 +630,7 @@ impl Planner<'_> {
                 has_room
                     && allocatables
                         .get(&g)
-                        .is_some_and(|a| self.snapshot.usage_fits(phantoms[c], Some(pod_index), a))
+                        .is_some_and(|a| self.snapshot.usage_fits(phantom, Some(amount), a))
             });
             let Some(g) = cheapest else {
                 continue;
@@ -378,7 +646,7 @@ impl Planner<'_> {
                     .total_cmp(&gb.spec.price_per_hour)
                     .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
                     .then_with(|| opened_in(c).cmp(&opened_in(bc)))
-                    .then_with(|| ga.name.cmp(&gb.name))
+                    .then_with(|| self.cheaper(g, b))
                     .is_lt()
             });
             if better {
@@ -386,7 +654,7 @@ impl Planner<'_> {
             }
         }
         let (c, _) = best?;
-        let group = &self.groups[classes[c].largest];
+        let group = &self.groups[fill[c]?];
         let name = format!("{}-fill-{}", group.name, opened.len());
         let (node, _) = template_node(group, &name);
         let node_index = self.snapshot.add_node(node, Vec::new());

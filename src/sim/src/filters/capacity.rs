@@ -7,7 +7,7 @@
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::FilterState;
-use super::requests::{ResourceVec, is_scalar, millis, node_allocatable, pod_requests, units};
+use super::requests::{ResourceVec, node_allocatable, pod_requests};
 
 /// A node's allocatable, parsed once for repeated
 /// [`FilterState::usage_fits`] questions.
@@ -47,61 +47,67 @@ impl FilterState {
         Allocatable { resources, pods }
     }
 
-    /// Whether everything the pods on `node_index` request — and `extra`, a
-    /// pod not placed yet, when given — fits within `target`, pod count
-    /// included. An unknown node or an unparsable request answers `false`.
+    /// What `node_index` has left within `target`: CPU (millicores), memory
+    /// (bytes) and pod slots, each possibly negative; `None` for an unknown
+    /// node.
     #[must_use]
-    pub fn usage_fits(&self, node_index: usize, extra: Option<&Pod>, target: &Allocatable) -> bool {
+    pub fn room_within(&self, node_index: usize, target: &Allocatable) -> Option<(i64, i64, i64)> {
+        let usage = self.usage.get(node_index)?;
+        Some((
+            target
+                .resources
+                .milli_cpu
+                .saturating_sub(usage.requested.milli_cpu),
+            target
+                .resources
+                .memory
+                .saturating_sub(usage.requested.memory),
+            target.pods.saturating_sub(usage.pod_count),
+        ))
+    }
+
+    /// A pod's requests in the same form (one pod slot), or `None` when a
+    /// request is not a quantity.
+    pub fn requests_of(&mut self, pod: &Pod) -> Option<Allocatable> {
+        let list = pod_requests(pod, true).ok()?;
+        let mut resources = ResourceVec::default();
+        resources.add_list(&list, &mut self.resources);
+        Some(Allocatable { resources, pods: 1 })
+    }
+
+    /// Whether everything the pods on `node_index` request — plus `extra`
+    /// (see [`FilterState::requests_of`]) when given — fits within `target`,
+    /// pod slots included. An unknown node answers `false`.
+    #[must_use]
+    pub fn usage_fits(
+        &self,
+        node_index: usize,
+        extra: Option<&Allocatable>,
+        target: &Allocatable,
+    ) -> bool {
         let Some(usage) = self.usage.get(node_index) else {
             return false;
         };
-        let mut requested = usage.requested.clone();
-        let mut pod_count = usage.pod_count;
-        if let Some(pod) = extra {
-            let Ok(list) = pod_requests(pod, true) else {
-                return false;
-            };
-            pod_count += 1;
-            for (name, nanos) in &list {
-                match name.as_str() {
-                    "cpu" => {
-                        requested.milli_cpu = requested.milli_cpu.saturating_add(millis(*nanos))
-                    }
-                    "memory" => requested.memory = requested.memory.saturating_add(units(*nanos)),
-                    "ephemeral-storage" => {
-                        requested.ephemeral_storage =
-                            requested.ephemeral_storage.saturating_add(units(*nanos));
-                    }
-                    other if is_scalar(other) => {
-                        let quantity = units(*nanos);
-                        match self.resources.get(other) {
-                            Some(id) => {
-                                let index = id as usize;
-                                if requested.scalars.len() <= index {
-                                    requested.scalars.resize(index + 1, 0);
-                                }
-                                requested.scalars[index] =
-                                    requested.scalars[index].saturating_add(quantity);
-                            }
-                            // No node of the simulation has it, `target` included.
-                            None if quantity > 0 => return false,
-                            None => {}
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
+        let used = &usage.requested;
+        let (add, add_pods) = match extra {
+            Some(e) => (Some(&e.resources), e.pods),
+            None => (None, 0),
+        };
+        let plus = |mine: i64, theirs: Option<i64>| mine.saturating_add(theirs.unwrap_or(0));
         let have = &target.resources;
-        pod_count <= target.pods
-            && requested.milli_cpu <= have.milli_cpu
-            && requested.memory <= have.memory
-            && requested.ephemeral_storage <= have.ephemeral_storage
-            && requested
-                .scalars
-                .iter()
-                .enumerate()
-                .all(|(id, &used)| used <= 0 || used <= have.scalars.get(id).copied().unwrap_or(0))
+        let scalars = used.scalars.len().max(add.map_or(0, |a| a.scalars.len()));
+        usage.pod_count.saturating_add(add_pods) <= target.pods
+            && plus(used.milli_cpu, add.map(|a| a.milli_cpu)) <= have.milli_cpu
+            && plus(used.memory, add.map(|a| a.memory)) <= have.memory
+            && plus(used.ephemeral_storage, add.map(|a| a.ephemeral_storage))
+                <= have.ephemeral_storage
+            && (0..scalars).all(|id| {
+                let need = plus(
+                    used.scalars.get(id).copied().unwrap_or(0),
+                    add.and_then(|a| a.scalars.get(id).copied()),
+                );
+                need <= 0 || need <= have.scalars.get(id).copied().unwrap_or(0)
+            })
     }
 }
 
@@ -175,7 +181,8 @@ mod tests {
         // 4.5 CPU, 3Gi, 3 pods so far.
         let fits = |state: &mut FilterState, cpu, mem, pods, extra: Option<&Pod>| {
             let target = state.allocatable_of(&node("small", cpu, mem, pods));
-            state.usage_fits(0, extra, &target)
+            let extra = extra.map(|p| state.requests_of(p).unwrap());
+            state.usage_fits(0, extra.as_ref(), &target)
         };
         assert!(fits(&mut state, "5", "4Gi", "3", None));
         assert!(!fits(&mut state, "4", "4Gi", "3", None), "cpu short");
@@ -192,13 +199,7 @@ mod tests {
             !fits(&mut state, "8", "8Gi", "8", Some(&gpu)),
             "no node has the resource"
         );
-        assert!(!fits(
-            &mut state,
-            "8",
-            "8Gi",
-            "8",
-            Some(&pod("1", "bad", None))
-        ));
+        assert!(state.requests_of(&pod("1", "bad", None)).is_none());
         let unknown = state.allocatable_of(&big);
         assert!(!state.usage_fits(7, None, &unknown), "unknown node");
     }
