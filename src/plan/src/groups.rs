@@ -275,6 +275,25 @@ pub fn template_node(group: &Group, node_name: &str) -> (Node, Vec<ResourceSlice
     (node, slices)
 }
 
+/// The value [`template_node`]`(group, node_name)` gives label `key`, without
+/// building the node: the group's topology domain, then the node-group
+/// label, then the template's labels, then the hostname (the node's name).
+#[must_use]
+pub fn new_node_label<'a>(group: &'a Group, key: &str, node_name: &'a str) -> Option<&'a str> {
+    if let Some(domain) = &group.spec.topology_domain
+        && domain.key == key
+    {
+        return Some(&domain.value);
+    }
+    if key == NODE_GROUP_LABEL {
+        return Some(&group.name);
+    }
+    if let Some(value) = group.spec.template.labels.get(key) {
+        return Some(value);
+    }
+    (key == "kubernetes.io/hostname").then_some(node_name)
+}
+
 /// The topology domain value a group's nodes have for `key`, if any: the
 /// group's `topologyDomain` when its key matches, else a template label.
 #[must_use]
@@ -282,5 +301,78 @@ pub fn domain_of(group: &Group, key: &str) -> Option<String> {
     match &group.spec.topology_domain {
         Some(d) if d.key == key => Some(d.value.clone()),
         _ => group.spec.template.labels.get(key).cloned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dra_api::{CapacityType, NodeGroupSpec, NodeTemplate, TopologyDomain};
+
+    use super::*;
+
+    fn group(labels: &[(&str, &str)], domain: Option<(&str, &str)>) -> Group {
+        Group {
+            name: "g".into(),
+            spec: NodeGroupSpec {
+                provider: "fake".into(),
+                provider_id: "g".into(),
+                min_size: 0,
+                max_size: 1,
+                capacity_type: CapacityType::OnDemand,
+                reservation: None,
+                price_per_hour: 1.0,
+                priority: 0,
+                topology_domain: domain.map(|(key, value)| TopologyDomain {
+                    key: key.into(),
+                    value: value.into(),
+                }),
+                template: NodeTemplate {
+                    labels: labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                        .collect(),
+                    taints: Vec::new(),
+                    capacity: BTreeMap::new(),
+                    allocatable: None,
+                    resource_slices: Vec::new(),
+                },
+            },
+            current: 0,
+            upcoming: 0,
+        }
+    }
+
+    #[test]
+    fn new_node_label_agrees_with_the_template_node() {
+        let cases = [
+            group(&[("zone", "a"), ("tier", "x")], None),
+            // The domain overrides a template label, the node-group label
+            // always names the group, a template hostname is kept.
+            group(
+                &[
+                    ("zone", "a"),
+                    ("kubernetes.io/hostname", "fixed"),
+                    (NODE_GROUP_LABEL, "other"),
+                ],
+                Some(("zone", "b")),
+            ),
+            group(&[], Some((NODE_GROUP_LABEL, "d"))),
+        ];
+        for g in &cases {
+            let (node, _) = template_node(g, "n-1");
+            let labels = node.metadata.labels.unwrap();
+            let mut keys: Vec<&str> = labels.keys().map(String::as_str).collect();
+            keys.extend(["absent", "kubernetes.io/hostname", NODE_GROUP_LABEL]);
+            for key in keys {
+                assert_eq!(
+                    new_node_label(g, key, "n-1"),
+                    labels.get(key).map(String::as_str),
+                    "key {key} of {:?}",
+                    g.spec.template.labels
+                );
+            }
+        }
     }
 }

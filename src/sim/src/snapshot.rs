@@ -431,6 +431,15 @@ impl Snapshot {
         self.filters.allocatable_of(node)
     }
 
+    /// An allocatable resource list (a node template's), parsed once, for
+    /// [`Snapshot::usage_fits`].
+    pub fn allocatable_from(
+        &mut self,
+        list: &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    ) -> crate::filters::Allocatable {
+        self.filters.allocatable_from(list)
+    }
+
     /// What `node_index` has left within `target`: CPU (millicores), memory
     /// (bytes) and pod slots, each possibly negative.
     #[must_use]

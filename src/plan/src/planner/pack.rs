@@ -31,7 +31,7 @@ use dra_sim::snapshot::{PodClaims, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::{Attempt, Planner};
-use crate::groups::template_node;
+use crate::groups::{new_node_label, template_node};
 
 /// The size classes of a plan and their members' allocatable, computed
 /// once per plan.
@@ -222,13 +222,15 @@ impl Planner<'_> {
             }
             // One name for all: the hostname label follows the node's name,
             // which says nothing about the group.
-            let (node, _) = template_node(group, "size-class");
-            let labels = node.metadata.labels.clone().unwrap_or_default();
-            let seen: Vec<(&String, Option<&String>)> =
-                keys.iter().map(|k| (k, labels.get(k))).collect();
+            let seen: Vec<(&String, Option<&str>)> = keys
+                .iter()
+                .map(|k| (k, new_node_label(group, k, "size-class")))
+                .collect();
             let look =
                 serde_json::to_string(&(seen, &group.spec.template.taints)).unwrap_or_default();
-            let allocatable = self.snapshot.allocatable_of(&node);
+            let allocatable = self
+                .snapshot
+                .allocatable_from(group.spec.template.effective_allocatable());
             allocatables.insert(g, allocatable.clone());
             by_look.entry(look).or_default().push((g, allocatable));
         }

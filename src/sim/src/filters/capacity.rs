@@ -4,10 +4,13 @@
 //! holds the same pods: NodeResourcesFit passes on that smaller node for every
 //! pod in turn exactly when the totals fit, because requests only add up.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::FilterState;
-use super::requests::{ResourceVec, node_allocatable, pod_requests};
+use super::requests::{ResourceVec, allocatable_list, node_allocatable, pod_requests};
 
 /// A node's allocatable, parsed once for repeated
 /// [`FilterState::usage_fits`] questions.
@@ -44,6 +47,13 @@ impl FilterState {
     pub fn allocatable_of(&mut self, node: &Node) -> Allocatable {
         let mut resources = ResourceVec::default();
         let pods = resources.add_list(&node_allocatable(node), &mut self.resources);
+        Allocatable { resources, pods }
+    }
+
+    /// An allocatable resource list (a node template's) in the same form.
+    pub fn allocatable_from(&mut self, list: &BTreeMap<String, Quantity>) -> Allocatable {
+        let mut resources = ResourceVec::default();
+        let pods = resources.add_list(&allocatable_list(Some(list)), &mut self.resources);
         Allocatable { resources, pods }
     }
 

@@ -247,7 +247,11 @@ impl ResourceVec {
 
 /// A node's `status.allocatable`, parsed leniently (a damaged entry is zero).
 pub(crate) fn node_allocatable(node: &Node) -> NanoList {
-    let list = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    allocatable_list(node.status.as_ref().and_then(|s| s.allocatable.as_ref()))
+}
+
+/// An allocatable resource list, parsed as a node's is.
+pub(crate) fn allocatable_list(list: Option<&BTreeMap<String, Quantity>>) -> NanoList {
     parse_list(list, false).unwrap_or_default()
 }
 
