@@ -170,6 +170,8 @@ struct Planner<'a> {
     names: BTreeMap<usize, String>,
     /// Node groups that differ only in size, once computed.
     size_classes: Option<pack::SizeClasses>,
+    /// Node label keys the DRA allocator reads (see [`Prepared`]).
+    dra_label_keys: BTreeSet<String>,
 }
 
 /// Plans scale-ups for every pending gang of `objects`.
@@ -189,6 +191,9 @@ pub struct Prepared {
     snapshot: Snapshot,
     pending: Vec<usize>,
     gangs: Vec<Gang>,
+    /// Node label keys the DRA allocator reads: allocated claims' and
+    /// network-attached slices' node selectors.
+    dra_label_keys: BTreeSet<String>,
 }
 
 /// Reads and indexes `objects` for [`Prepared::run`].
@@ -198,6 +203,7 @@ pub fn prepare(mut objects: ClusterObjects, gates: FeatureGates) -> Prepared {
     add_missing_template_slices(&mut objects, &groups);
     let extra = std::mem::take(&mut objects.extra);
     let daemon_pods = daemon_pods(&extra);
+    let dra_label_keys = pack::dra_label_keys(&objects);
     let workload_refs = std::mem::take(&mut objects.pod_workload_refs);
     let snapshot = Snapshot::new(objects, gates);
     let pending = snapshot.pending_pods();
@@ -212,6 +218,7 @@ pub fn prepare(mut objects: ClusterObjects, gates: FeatureGates) -> Prepared {
         snapshot,
         pending,
         gangs,
+        dra_label_keys,
     }
 }
 
@@ -235,11 +242,11 @@ impl Prepared {
             snapshot,
             pending,
             gangs,
+            dra_label_keys,
         } = self;
         let (report, snapshot, names) = run(
             &groups,
-            node_group_errors,
-            daemon_pods,
+            (node_group_errors, daemon_pods, dra_label_keys),
             snapshot,
             &pending,
             &gangs,
@@ -286,8 +293,11 @@ impl Planned {
 
 fn run(
     groups: &[Group],
-    node_group_errors: Vec<crate::groups::GroupError>,
-    daemon_pods: Vec<Pod>,
+    (node_group_errors, daemon_pods, dra_label_keys): (
+        Vec<crate::groups::GroupError>,
+        Vec<Pod>,
+        BTreeSet<String>,
+    ),
     snapshot: Snapshot,
     pending: &[usize],
     gangs: &[Gang],
@@ -307,6 +317,7 @@ fn run(
         options,
         names,
         size_classes: None,
+        dra_label_keys,
     };
     // Nodes already requested count as capacity (with their DaemonSet pods),
     // so the same pods never trigger a second scale-up while those nodes boot.

@@ -3,7 +3,8 @@
 //! Node groups whose nodes look the same to the pods' scheduling terms —
 //! same taints, same values for every label key a pod or DaemonSet names in
 //! a node selector, required node affinity, spread or pod (anti-)affinity
-//! term, no ResourceSlices — differ only in size and price: a *size class*.
+//! term, or that an allocated claim or a network-attached slice selects on,
+//! no ResourceSlices — differ only in size and price: a *size class*.
 //! Pods are placed under the full filters on nodes of the class's largest
 //! member with room: first where the pod fits within the size the node
 //! would be bought at now (it costs nothing more), else first fit, else on a
@@ -11,10 +12,9 @@
 //! anti-affinity go first, so that the rest fill around them. Each node is
 //! then bought as the cheapest member (with room) whose allocatable holds
 //! what it took, and every placement is checked again, in order, on the
-//! node as bought: a label the classes did not look at (an allocated
-//! claim's node selector, say) can only make a pod fall through to the
-//! group-by-group path, never make a plan claim a fit the scheduler would
-//! refuse. This is how a plan covers thousands of pods with few well-filled
+//! node as bought: anything the classes did not look at can only make a pod
+//! fall through to the group-by-group path, never make a plan claim a fit
+//! the scheduler would refuse. This is how a plan covers thousands of pods with few well-filled
 //! nodes instead of probing every group for every node.
 //!
 //! Topology spread is planned against the domains new nodes *could* add: an
@@ -194,6 +194,34 @@ fn has_required_anti_affinity(pod: &Pod) -> bool {
         .is_some_and(|terms| !terms.is_empty())
 }
 
+/// Node label keys the DRA allocator reads: the node selectors of claims
+/// already allocated (a pod using one must land where it matches) and of
+/// slices not tied to one node.
+pub(super) fn dra_label_keys(objects: &dra_sim::ClusterObjects) -> BTreeSet<String> {
+    let selectors = objects
+        .resource_claims
+        .iter()
+        .filter_map(|c| {
+            c.status
+                .as_ref()?
+                .allocation
+                .as_ref()?
+                .node_selector
+                .as_ref()
+        })
+        .chain(
+            objects
+                .resource_slices
+                .iter()
+                .filter_map(|s| s.spec.node_selector.as_ref()),
+        );
+    selectors
+        .flat_map(|selector| selector.node_selector_terms.iter())
+        .flat_map(|term| term.match_expressions.iter().flatten())
+        .map(|e| e.key.clone())
+        .collect()
+}
+
 impl Planner<'_> {
     /// The order in which members of a class are bought: price, capacity
     /// type (reserved first), name.
@@ -213,7 +241,8 @@ impl Planner<'_> {
         if let Some(known) = self.size_classes.take() {
             return known;
         }
-        let keys = keys_that_matter(self.snapshot.pods().iter().chain(self.daemon_pods.iter()));
+        let mut keys = keys_that_matter(self.snapshot.pods().iter().chain(self.daemon_pods.iter()));
+        keys.extend(self.dra_label_keys.iter().cloned());
         let mut by_look: BTreeMap<String, Vec<(usize, Allocatable)>> = BTreeMap::new();
         let mut allocatables = BTreeMap::new();
         for (g, group) in self.groups.iter().enumerate() {
@@ -356,7 +385,9 @@ impl Planner<'_> {
                 continue;
             };
             let group = &self.groups[g];
-            let (node, _) = template_node(group, &format!("{}-phantom", group.name));
+            // `_` cannot appear in a Node's name (a DNS subdomain), so this
+            // never shadows a real node.
+            let (node, _) = template_node(group, &format!("{}_phantom", group.name));
             let index = self.snapshot.add_node(node, Vec::new());
             self.add_daemon_pods(index);
             phantoms.push(Some(index));
@@ -657,7 +688,7 @@ impl Planner<'_> {
         }
         let (c, _) = best?;
         let group = &self.groups[fill[c]?];
-        let name = format!("{}-fill-{}", group.name, opened.len());
+        let name = format!("{}_fill_{}", group.name, opened.len());
         let (node, _) = template_node(group, &name);
         let node_index = self.snapshot.add_node(node, Vec::new());
         self.add_daemon_pods(node_index);
@@ -672,5 +703,53 @@ impl Planner<'_> {
             // reading the node's name; the empty node is simply not bought.
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn dra_label_keys_come_from_allocated_claims_and_shared_slices() {
+        let objects: dra_sim::ClusterObjects = dra_sim::ClusterObjects {
+            resource_claims: vec![
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "c", "namespace": "ns"},
+                    "spec": {"devices": {}},
+                    "status": {"allocation": {"nodeSelector": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}
+                    ]}}}
+                }))
+                .unwrap(),
+                // Not allocated: no selector to honour yet.
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "d", "namespace": "ns"},
+                    "spec": {"devices": {}}
+                }))
+                .unwrap(),
+            ],
+            resource_slices: vec![
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "s"},
+                    "spec": {"driver": "x", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                             "nodeSelector": {"nodeSelectorTerms": [
+                                 {"matchExpressions": [{"key": "example.com/rack", "operator": "Exists"}]}
+                             ]}}
+                }))
+                .unwrap(),
+            ],
+            ..Default::default()
+        };
+        let keys = dra_label_keys(&objects);
+        assert_eq!(
+            keys.into_iter().collect::<Vec<_>>(),
+            vec![
+                "example.com/rack".to_string(),
+                "topology.kubernetes.io/zone".to_string()
+            ]
+        );
     }
 }
