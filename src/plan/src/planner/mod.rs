@@ -1214,7 +1214,12 @@ impl Planner<'_> {
             };
             match self.snapshot.check(pod_index, node_index, pod_claims) {
                 Verdict::Fits(allocations) => {
-                    let (cpu, mem) = pod_cpu_memory(&self.snapshot.pods()[pod_index]);
+                    // PodRequests as NodeResourcesFit counts them (init
+                    // containers, sidecars, overhead), not a container sum.
+                    let (cpu, mem) = self
+                        .snapshot
+                        .requests_of(pod_index)
+                        .map_or((0, 0), |a| a.cpu_memory());
                     result.requested = (result.requested.0 + cpu, result.requested.1 + mem);
                     self.place(
                         &mut scratch,
@@ -1282,25 +1287,6 @@ fn waste(group: &Group, requested: (i64, i64)) -> f64 {
         }
     };
     (frac(requested.0, cpu) + frac(requested.1, mem)) / 2.0
-}
-
-/// Summed CPU (milli) and memory (bytes) requests of a pod's containers.
-fn pod_cpu_memory(pod: &Pod) -> (i64, i64) {
-    let mut cpu = 0;
-    let mut mem = 0;
-    for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
-        if let Some(requests) = c.resources.as_ref().and_then(|r| r.requests.as_ref()) {
-            cpu += requests
-                .get("cpu")
-                .and_then(|q| dra_sim::quantity::milli_value(&q.0).ok())
-                .unwrap_or(0);
-            mem += requests
-                .get("memory")
-                .and_then(|q| dra_sim::quantity::value(&q.0).ok())
-                .unwrap_or(0);
-        }
-    }
-    (cpu, mem)
 }
 
 fn dedup(reasons: Vec<String>) -> Vec<String> {
