@@ -29,12 +29,20 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(1)
         .max(1);
+    // `EXPANDER=least-waste|priority` plans with another expander.
+    let options = dra_plan::PlanOptions {
+        expander: std::env::var("EXPANDER")
+            .ok()
+            .and_then(|e| e.parse().ok())
+            .unwrap_or_default(),
+        ..dra_plan::PlanOptions::default()
+    };
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..reps {
         let prepared = dra_plan::prepare(objects.clone(), dra_sim::FeatureGates::default());
         let started = std::time::Instant::now();
-        let (report, state) = prepared.run_keeping_state(&dra_plan::PlanOptions::default());
+        let (report, state) = prepared.run_keeping_state(&options);
         times.push(started.elapsed());
         drop(state);
         last = Some(report);

@@ -505,11 +505,15 @@ impl Planner<'_> {
         let start = self.snapshot.checkpoint();
         let mut attempt = Attempt::default();
         let mut unplaced = self.place_on_existing(&batch, &claims, None, &mut attempt);
-        // Least cost over groups that differ only in size is a packing
-        // question: fill large nodes, buy each as the cheapest size that
-        // holds it. What that cannot place goes group by group, with reasons.
+        // Least cost (or least waste) over groups that differ only in size
+        // is a packing question: fill large nodes, buy each as the size that
+        // holds it at the least cost (or waste). What that cannot place goes
+        // group by group, with reasons.
         let packed_from = attempt.placements.len();
-        if self.options.expander == Expander::LeastCost {
+        if matches!(
+            self.options.expander,
+            Expander::LeastCost | Expander::LeastWaste
+        ) {
             unplaced = self.pack_by_size(unplaced, &claims, &mut attempt);
         }
         // Packing places in its own order; the report lists the packed pods

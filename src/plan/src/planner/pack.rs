@@ -30,7 +30,7 @@ use dra_sim::filters::Allocatable;
 use dra_sim::snapshot::{PodClaims, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 
-use super::{Attempt, Planner};
+use super::{Attempt, Expander, Planner};
 use crate::groups::{new_node_label, template_node};
 
 /// The size classes of a plan and their members' allocatable, computed
@@ -459,21 +459,18 @@ impl Planner<'_> {
                 continue;
             }
             let node_index = first_open + slot;
-            let choice = sizing.classes[c].members.iter().copied().find(|&g| {
-                let has_room = self
-                    .budget
-                    .left(g, |h| {
+            let choice = self
+                .pick_member(
+                    &sizing.classes[c].members,
+                    (node_index, None),
+                    &sizing.allocatables,
+                    |h| {
                         self.used[h]
                             + attempt.new_nodes.get(&h).copied().unwrap_or(0)
                             + tentative.get(&h).copied().unwrap_or(0)
-                    })
-                    .is_ok_and(|n| n > 0);
-                has_room
-                    && sizing
-                        .allocatables
-                        .get(&g)
-                        .is_some_and(|a| self.snapshot.usage_fits(node_index, None, a))
-            });
+                    },
+                )
+                .map(|(g, _)| g);
             if let Some(g) = choice {
                 *tentative.entry(g).or_default() += 1;
             }
@@ -576,6 +573,49 @@ impl Planner<'_> {
         all
     }
 
+    /// The member of a class to buy for what `node_index` holds (plus
+    /// `extra`): one with room that holds it — under least-cost the first
+    /// in buying order, under least-waste the one leaving the smallest share
+    /// of its CPU and memory unused (then in buying order). Returns it with
+    /// that unused share (0 under least-cost).
+    fn pick_member(
+        &self,
+        members: &[usize],
+        (node_index, extra): (usize, Option<&Allocatable>),
+        allocatables: &BTreeMap<usize, Allocatable>,
+        planned: impl Fn(usize) -> usize,
+    ) -> Option<(usize, f64)> {
+        let mut holding = members.iter().copied().filter(|&g| {
+            self.budget.left(g, &planned).is_ok_and(|n| n > 0)
+                && allocatables
+                    .get(&g)
+                    .is_some_and(|a| self.snapshot.usage_fits(node_index, extra, a))
+        });
+        if self.options.expander != Expander::LeastWaste {
+            return holding.next().map(|g| (g, 0.0));
+        }
+        let (extra_cpu, extra_memory) = extra.map_or((0, 0), Allocatable::cpu_memory);
+        let unused = |g: usize| {
+            let allocatable = allocatables.get(&g)?;
+            let (cpu, memory) = allocatable.cpu_memory();
+            let (room_cpu, room_memory, _) = self.snapshot.room_within(node_index, allocatable)?;
+            let share = |left: i64, total: i64| {
+                if total > 0 {
+                    left as f64 / total as f64
+                } else {
+                    0.0
+                }
+            };
+            Some(
+                (share(room_cpu - extra_cpu, cpu) + share(room_memory - extra_memory, memory))
+                    / 2.0,
+            )
+        };
+        holding
+            .filter_map(|g| unused(g).map(|w| (g, w)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
     /// Places the pod on a node opened by this pass whose current size
     /// holds it too (checked in full), trying at most [`FREE_FIT_SCAN`]
     /// nodes; drops nodes with no room left for the smallest pod.
@@ -644,7 +684,7 @@ impl Planner<'_> {
             fill,
             allocatables,
         } = sizing;
-        let mut best: Option<(usize, usize)> = None;
+        let mut best: Option<(usize, usize, f64)> = None;
         for (c, class) in classes.iter().enumerate() {
             let Some(phantom) = phantoms.get(c).copied().flatten() else {
                 continue;
@@ -655,38 +695,32 @@ impl Planner<'_> {
             ) {
                 continue;
             }
-            let cheapest = class.members.iter().copied().find(|&g| {
-                let has_room = self
-                    .budget
-                    .left(g, |h| self.used[h] + planned.get(&h).copied().unwrap_or(0))
-                    .is_ok_and(|n| n > 0);
-                has_room
-                    && allocatables
-                        .get(&g)
-                        .is_some_and(|a| self.snapshot.usage_fits(phantom, Some(amount), a))
-            });
-            let Some(g) = cheapest else {
+            let Some((g, waste)) =
+                self.pick_member(&class.members, (phantom, Some(amount)), allocatables, |h| {
+                    self.used[h] + planned.get(&h).copied().unwrap_or(0)
+                })
+            else {
                 continue;
             };
             // Equally cheap classes (zones, say) take turns, as
             // cluster-autoscaler's balancing of similar node groups does:
             // a later pod that must spread finds a node in every class.
             let opened_in = |c: usize| opened.iter().filter(|&&o| o == c).count();
-            let better = best.is_none_or(|(bc, b)| {
+            let better = best.is_none_or(|(bc, b, best_waste)| {
                 let (ga, gb) = (&self.groups[g], &self.groups[b]);
-                ga.spec
-                    .price_per_hour
-                    .total_cmp(&gb.spec.price_per_hour)
+                waste
+                    .total_cmp(&best_waste)
+                    .then_with(|| ga.spec.price_per_hour.total_cmp(&gb.spec.price_per_hour))
                     .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
                     .then_with(|| opened_in(c).cmp(&opened_in(bc)))
                     .then_with(|| self.cheaper(g, b))
                     .is_lt()
             });
             if better {
-                best = Some((c, g));
+                best = Some((c, g, waste));
             }
         }
-        let (c, _) = best?;
+        let (c, _, _) = best?;
         let group = &self.groups[fill[c]?];
         let name = format!("{}_fill_{}", group.name, opened.len());
         let (node, _) = template_node(group, &name);
