@@ -505,17 +505,12 @@ impl Planner<'_> {
         let start = self.snapshot.checkpoint();
         let mut attempt = Attempt::default();
         let mut unplaced = self.place_on_existing(&batch, &claims, None, &mut attempt);
-        // Least cost (or least waste) over groups that differ only in size
-        // is a packing question: fill large nodes, buy each as the size that
-        // holds it at the least cost (or waste). What that cannot place goes
+        // Choosing between groups that differ only in size is a packing
+        // question: fill large nodes, buy each as the size the expander
+        // prefers among those that hold it. What that cannot place goes
         // group by group, with reasons.
         let packed_from = attempt.placements.len();
-        if matches!(
-            self.options.expander,
-            Expander::LeastCost | Expander::LeastWaste
-        ) {
-            unplaced = self.pack_by_size(unplaced, &claims, &mut attempt);
-        }
+        unplaced = self.pack_by_size(unplaced, &claims, &mut attempt);
         // Packing places in its own order; the report lists the packed pods
         // in that order, in the slots they held, so that among new nodes of
         // one packing the report's order is the sequence that was checked.

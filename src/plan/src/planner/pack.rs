@@ -575,9 +575,11 @@ impl Planner<'_> {
 
     /// The member of a class to buy for what `node_index` holds (plus
     /// `extra`): one with room that holds it — under least-cost the first
-    /// in buying order, under least-waste the one leaving the smallest share
-    /// of its CPU and memory unused (then in buying order). Returns it with
-    /// that unused share (0 under least-cost).
+    /// in buying order, under priority the highest `priority`, under
+    /// least-waste the one leaving the smallest share of its CPU and memory
+    /// unused (ties in buying order). Returns it with its score for
+    /// comparing classes, lower being better (0 under least-cost, minus the
+    /// priority, or the unused share).
     fn pick_member(
         &self,
         members: &[usize],
@@ -591,8 +593,15 @@ impl Planner<'_> {
                     .get(&g)
                     .is_some_and(|a| self.snapshot.usage_fits(node_index, extra, a))
         });
-        if self.options.expander != Expander::LeastWaste {
-            return holding.next().map(|g| (g, 0.0));
+        match self.options.expander {
+            Expander::LeastCost => return holding.next().map(|g| (g, 0.0)),
+            // Highest priority first; the first of equals in buying order.
+            Expander::Priority => {
+                return holding
+                    .map(|g| (g, -f64::from(self.groups[g].spec.priority)))
+                    .min_by(|a, b| a.1.total_cmp(&b.1));
+            }
+            Expander::LeastWaste => {}
         }
         let (extra_cpu, extra_memory) = extra.map_or((0, 0), Allocatable::cpu_memory);
         let unused = |g: usize| {
@@ -664,8 +673,8 @@ impl Planner<'_> {
         None
     }
 
-    /// Opens a node of the class where this pod alone would cost least (its
-    /// phantom accepts the pod; the cheapest member with room holds it), and
+    /// Opens a node of the class the expander prefers for this pod alone (its
+    /// phantom accepts the pod; the member the expander picks holds it), and
     /// places the pod on it. `None` when no class takes the pod.
     fn open_sized_node(
         &mut self,
@@ -695,7 +704,7 @@ impl Planner<'_> {
             ) {
                 continue;
             }
-            let Some((g, waste)) =
+            let Some((g, score)) =
                 self.pick_member(&class.members, (phantom, Some(amount)), allocatables, |h| {
                     self.used[h] + planned.get(&h).copied().unwrap_or(0)
                 })
@@ -706,10 +715,10 @@ impl Planner<'_> {
             // cluster-autoscaler's balancing of similar node groups does:
             // a later pod that must spread finds a node in every class.
             let opened_in = |c: usize| opened.iter().filter(|&&o| o == c).count();
-            let better = best.is_none_or(|(bc, b, best_waste)| {
+            let better = best.is_none_or(|(bc, b, best_score)| {
                 let (ga, gb) = (&self.groups[g], &self.groups[b]);
-                waste
-                    .total_cmp(&best_waste)
+                score
+                    .total_cmp(&best_score)
                     .then_with(|| ga.spec.price_per_hour.total_cmp(&gb.spec.price_per_hour))
                     .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
                     .then_with(|| opened_in(c).cmp(&opened_in(bc)))
@@ -717,7 +726,7 @@ impl Planner<'_> {
                     .is_lt()
             });
             if better {
-                best = Some((c, g, waste));
+                best = Some((c, g, score));
             }
         }
         let (c, _, _) = best?;
