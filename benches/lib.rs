@@ -567,6 +567,35 @@ pub mod karpenter {
             .collect()
     }
 
+    /// A pod's CPU (millicores) and memory (bytes) requests, and whether it
+    /// has hostname anti-affinity (needs a node of its own among its kind).
+    fn demand(pod: &Pod) -> (i64, i64, bool) {
+        let Some(spec) = &pod.spec else {
+            return (0, 0, false);
+        };
+        let (mut cpu, mut memory) = (0, 0);
+        for requests in spec
+            .containers
+            .iter()
+            .filter_map(|c| c.resources.as_ref()?.requests.as_ref())
+        {
+            cpu += requests
+                .get("cpu")
+                .and_then(|q| dra_sim::quantity::milli_value(&q.0).ok())
+                .unwrap_or(0);
+            memory += requests
+                .get("memory")
+                .and_then(|q| dra_sim::quantity::value(&q.0).ok())
+                .unwrap_or(0);
+        }
+        let anti = spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .is_some();
+        (cpu, memory, anti)
+    }
+
     /// The least any plan for `pods` can cost on these shapes, Karpenter's
     /// included: a shape's price is linear in its size (shape *i* is *i+1*
     /// units of 1 vCPU, 2 GiB and 10 pods at `price(0)` each), so the units
@@ -574,29 +603,11 @@ pub mod karpenter {
     /// count and one node per hostname anti-affinity pod.
     #[must_use]
     pub fn price_lower_bound(pods: &[Pod]) -> f64 {
-        let mut cpu_milli: i64 = 0;
-        let mut memory: i64 = 0;
-        let mut exclusive = 0usize;
+        let (mut cpu_milli, mut memory, mut exclusive) = (0i64, 0i64, 0usize);
         for pod in pods {
-            let Some(spec) = &pod.spec else { continue };
-            for c in &spec.containers {
-                let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
-                if let Some(requests) = requests {
-                    cpu_milli += requests
-                        .get("cpu")
-                        .and_then(|q| dra_sim::quantity::milli_value(&q.0).ok())
-                        .unwrap_or(0);
-                    memory += requests
-                        .get("memory")
-                        .and_then(|q| dra_sim::quantity::value(&q.0).ok())
-                        .unwrap_or(0);
-                }
-            }
-            let anti = spec
-                .affinity
-                .as_ref()
-                .and_then(|a| a.pod_anti_affinity.as_ref())
-                .is_some();
+            let (cpu, mem, anti) = demand(pod);
+            cpu_milli += cpu;
+            memory += mem;
             exclusive += usize::from(anti);
         }
         let units = [
@@ -624,25 +635,9 @@ pub mod karpenter {
         const GIB: f64 = 1_073_741_824.0;
         let mut items: Vec<(f64, f64, bool)> = pods
             .iter()
-            .filter_map(|p| {
-                let spec = p.spec.as_ref()?;
-                let requests = spec
-                    .containers
-                    .first()?
-                    .resources
-                    .as_ref()?
-                    .requests
-                    .as_ref()?;
-                let cpu =
-                    dra_sim::quantity::milli_value(&requests.get("cpu")?.0).ok()? as f64 / 1000.0;
-                let memory =
-                    dra_sim::quantity::value(&requests.get("memory")?.0).ok()? as f64 / GIB;
-                let anti = spec
-                    .affinity
-                    .as_ref()
-                    .and_then(|a| a.pod_anti_affinity.as_ref())
-                    .is_some();
-                Some((cpu, memory, anti))
+            .map(|p| {
+                let (cpu, memory, anti) = demand(p);
+                (cpu as f64 / 1000.0, memory as f64 / GIB, anti)
             })
             .collect();
         items.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.total_cmp(&a.1)));

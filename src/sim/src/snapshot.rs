@@ -426,11 +426,6 @@ impl Snapshot {
         self.node_index(name)
     }
 
-    /// `node`'s allocatable, parsed once, for [`Snapshot::usage_fits`].
-    pub fn allocatable_of(&mut self, node: &Node) -> crate::filters::Allocatable {
-        self.filters.allocatable_of(node)
-    }
-
     /// An allocatable resource list (a node template's), parsed once, for
     /// [`Snapshot::usage_fits`].
     pub fn allocatable_from(

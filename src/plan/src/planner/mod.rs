@@ -256,8 +256,7 @@ impl Prepared {
             report,
             Planned {
                 snapshot,
-                names,
-                gangs,
+                _scratch: (names, gangs),
             },
         )
     }
@@ -267,8 +266,8 @@ impl Prepared {
 #[derive(Debug)]
 pub struct Planned {
     snapshot: Snapshot,
-    names: BTreeMap<usize, String>,
-    gangs: Vec<Gang>,
+    /// Pod names and gangs: nothing to read, only to drop with the rest.
+    _scratch: (BTreeMap<usize, String>, Vec<Gang>),
 }
 
 impl Planned {
@@ -276,18 +275,6 @@ impl Planned {
     #[must_use]
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
-    }
-
-    /// How many gangs (single pods included) were planned.
-    #[must_use]
-    pub fn gang_count(&self) -> usize {
-        self.gangs.len()
-    }
-
-    /// How many pending pods were planned.
-    #[must_use]
-    pub fn pod_count(&self) -> usize {
-        self.names.len()
     }
 }
 

@@ -44,19 +44,19 @@ pub(super) struct SizeClasses {
 
 /// The size classes of one packing, with the template each is filled on.
 struct Sizing {
-    classes: Vec<SizeClass>,
+    known: SizeClasses,
     /// Per class: the member nodes are filled on (the largest with room),
     /// or `None` when no member has room.
     fill: Vec<Option<usize>>,
-    /// Per member group: its template's allocatable.
-    allocatables: BTreeMap<usize, Allocatable>,
 }
 
-/// What one scratch packing pass decided.
+/// What one scratch packing pass decided, and the room its nodes have left.
 #[derive(Debug, Default)]
 struct Pass {
     /// Per node opened: its class.
     opened: Vec<usize>,
+    /// Per class: how many nodes of it were opened.
+    opened_per_class: Vec<usize>,
     /// Per node opened: how many pods it took.
     holds: Vec<usize>,
     /// Per node opened: the member it is bought as, if any can be.
@@ -65,6 +65,20 @@ struct Pass {
     placed: Vec<(usize, usize)>,
     /// Pods no class took.
     left_over: Vec<usize>,
+    /// Per node opened: the position, in its class's members (buying
+    /// order), of the first member that holds what the node has — the size
+    /// it would be bought at now.
+    size: Vec<usize>,
+    /// Nodes that may still have room within that size: a pod placed there
+    /// costs nothing more.
+    with_room: Vec<usize>,
+    /// Where in `with_room` the next look starts.
+    next_look: usize,
+    /// Index of the first node opened by the pass.
+    first_open: usize,
+    /// The least CPU and memory any waiting pod asks: a node with less room
+    /// is dropped from `with_room`.
+    smallest: (i64, i64),
 }
 
 impl Pass {
@@ -81,41 +95,22 @@ impl Pass {
 /// before first fit: bounds the cost per pod when many nodes have room.
 const FREE_FIT_SCAN: usize = 16;
 
-/// Nodes opened by a packing pass with room left within the size they
-/// would be bought at now: a pod placed there costs nothing more.
-#[derive(Debug, Default)]
-struct Slack {
-    /// Per opened slot: the position, in its class's members, of the
-    /// cheapest member that holds what the node has.
-    size: Vec<usize>,
-    /// Per opened slot: its class.
-    class: Vec<usize>,
-    /// Slots that may still have room.
-    open: Vec<usize>,
-    /// Index of the first node opened by the pass.
-    first_open: usize,
-    /// Where in `open` the next look starts.
-    next: usize,
-    /// The least CPU and memory any waiting pod asks: a node with less room
-    /// is dropped from `open`.
-    smallest: (i64, i64),
-}
-
-impl Slack {
+impl Pass {
     /// Records a placement on `slot`: its size may grow; a new slot joins.
-    fn placed(&mut self, planner: &Planner<'_>, sizing: &Sizing, opened: &[usize], slot: usize) {
+    fn placed(&mut self, planner: &Planner<'_>, sizing: &Sizing, pod_index: usize, slot: usize) {
+        self.holds[slot] += 1;
+        self.placed.push((pod_index, slot));
         if self.size.len() <= slot {
             self.size.resize(slot + 1, 0);
-            self.class.resize(slot + 1, 0);
-            self.class[slot] = opened[slot];
-            self.open.push(slot);
+            self.with_room.push(slot);
         }
         // What a node holds only grows, so a member that could not hold it
         // before cannot now: the search resumes where it stopped.
-        let members = &sizing.classes[opened[slot]].members;
+        let members = &sizing.known.classes[self.opened[slot]].members;
         let node_index = self.first_open + slot;
         while self.size[slot] < members.len()
             && !sizing
+                .known
                 .allocatables
                 .get(&members[self.size[slot]])
                 .is_some_and(|a| planner.snapshot.usage_fits(node_index, None, a))
@@ -320,10 +315,7 @@ impl Planner<'_> {
             pass = self.pack_pass(&waiting, claims, &sizing, attempt);
         }
         let mut left_over = self.buy(pass, claims, attempt);
-        self.size_classes = Some(SizeClasses {
-            classes: sizing.classes,
-            allocatables: sizing.allocatables,
-        });
+        self.size_classes = Some(sizing.known);
         left_over.sort_by_key(|p| position.get(p).copied().unwrap_or(usize::MAX));
         left_over
     }
@@ -332,10 +324,6 @@ impl Planner<'_> {
     /// still has room (a node filled beyond every member with room could
     /// not be bought).
     fn sizing(&self, known: SizeClasses, attempt: &Attempt) -> Sizing {
-        let SizeClasses {
-            classes,
-            allocatables,
-        } = known;
         let has_room = |g: usize| {
             self.budget
                 .left(g, |h| {
@@ -343,7 +331,8 @@ impl Planner<'_> {
                 })
                 .is_ok_and(|n| n > 0)
         };
-        let fill: Vec<Option<usize>> = classes
+        let fill: Vec<Option<usize>> = known
+            .classes
             .iter()
             .map(|class| {
                 class
@@ -353,17 +342,13 @@ impl Planner<'_> {
                     .filter(|&g| has_room(g))
                     .max_by_key(|g| {
                         (
-                            allocatables.get(g).map(Allocatable::cpu_memory),
+                            known.allocatables.get(g).map(Allocatable::cpu_memory),
                             std::cmp::Reverse(*g),
                         )
                     })
             })
             .collect();
-        Sizing {
-            classes,
-            fill,
-            allocatables,
-        }
+        Sizing { known, fill }
     }
 
     /// Packs `order` in a scratch state: nodes of the classes' fill
@@ -377,7 +362,7 @@ impl Planner<'_> {
         attempt: &Attempt,
     ) -> Pass {
         let before = self.snapshot.checkpoint();
-        let mut phantoms = Vec::with_capacity(sizing.classes.len());
+        let mut phantoms = Vec::with_capacity(sizing.fill.len());
         for fill in &sizing.fill {
             // A class with no room left keeps no phantom: it adds no domain.
             let Some(g) = *fill else {
@@ -393,7 +378,6 @@ impl Planner<'_> {
             phantoms.push(Some(index));
         }
         let first_open = self.snapshot.nodes().len();
-        let mut pass = Pass::default();
         // Pods of one signature ask the same: parse each signature once.
         let mut by_signature: std::collections::HashMap<u64, Option<Allocatable>> =
             std::collections::HashMap::new();
@@ -414,18 +398,19 @@ impl Planner<'_> {
             .fold((i64::MAX, i64::MAX), |(c, m), (pc, pm)| {
                 (c.min(pc), m.min(pm))
             });
-        let mut slack = Slack {
+        let mut pass = Pass {
             first_open,
             smallest,
-            ..Slack::default()
+            opened_per_class: vec![0; sizing.fill.len()],
+            ..Pass::default()
         };
         for (&pod_index, amount) in order.iter().zip(amounts) {
             let Some(pod_claims) = claims.get(&pod_index) else {
                 continue;
             };
-            let mut home = amount.as_ref().and_then(|amount| {
-                self.free_fit(pod_index, pod_claims, amount, sizing, &mut slack)
-            });
+            let mut home = amount
+                .as_ref()
+                .and_then(|amount| self.free_fit(pod_index, pod_claims, amount, sizing, &mut pass));
             if home.is_none() {
                 home = self.first_fit(pod_index, pod_claims, first_open);
             }
@@ -436,17 +421,11 @@ impl Planner<'_> {
                     amount.as_ref(),
                     (sizing, &phantoms),
                     &attempt.new_nodes,
-                    &mut pass.opened,
+                    &mut pass,
                 );
-                pass.holds.resize(pass.opened.len(), 0);
             }
             match home {
-                Some(node_index) => {
-                    let slot = node_index - first_open;
-                    pass.holds[slot] += 1;
-                    pass.placed.push((pod_index, slot));
-                    slack.placed(self, sizing, &pass.opened, slot);
-                }
+                Some(node_index) => pass.placed(self, sizing, pod_index, node_index - first_open),
                 None => pass.left_over.push(pod_index),
             }
         }
@@ -461,9 +440,9 @@ impl Planner<'_> {
             let node_index = first_open + slot;
             let choice = self
                 .pick_member(
-                    &sizing.classes[c].members,
+                    &sizing.known.classes[c].members,
                     (node_index, None),
-                    &sizing.allocatables,
+                    &sizing.known.allocatables,
                     |h| {
                         self.used[h]
                             + attempt.new_nodes.get(&h).copied().unwrap_or(0)
@@ -634,30 +613,30 @@ impl Planner<'_> {
         pod_claims: &PodClaims,
         amount: &Allocatable,
         sizing: &Sizing,
-        slack: &mut Slack,
+        pass: &mut Pass,
     ) -> Option<usize> {
-        let (first_open, smallest) = (slack.first_open, slack.smallest);
+        let (first_open, smallest) = (pass.first_open, pass.smallest);
         // Each pod looks at the next few nodes in turn, so that every node
         // with room is offered to some pods at a bounded cost per pod.
         let mut looked = 0;
-        while looked < FREE_FIT_SCAN && !slack.open.is_empty() {
-            let k = slack.next % slack.open.len();
-            let slot = slack.open[k];
+        while looked < FREE_FIT_SCAN && !pass.with_room.is_empty() {
+            let k = pass.next_look % pass.with_room.len();
+            let slot = pass.with_room[k];
             let node_index = first_open + slot;
-            let class = &sizing.classes[slack.class[slot]];
+            let class = &sizing.known.classes[pass.opened[slot]];
             let target = class
                 .members
-                .get(slack.size[slot])
-                .and_then(|g| sizing.allocatables.get(g));
+                .get(pass.size[slot])
+                .and_then(|g| sizing.known.allocatables.get(g));
             let room = target.and_then(|t| self.snapshot.room_within(node_index, t));
             if room.is_none_or(|(cpu, memory, pods)| {
                 cpu < smallest.0 || memory < smallest.1 || pods < 1
             }) {
-                slack.open.swap_remove(k);
+                pass.with_room.swap_remove(k);
                 continue;
             }
             looked += 1;
-            slack.next = k + 1;
+            pass.next_look = k + 1;
             let Some(target) = target else { continue };
             if !self.snapshot.usage_fits(node_index, Some(amount), target) {
                 continue;
@@ -683,16 +662,15 @@ impl Planner<'_> {
         amount: Option<&Allocatable>,
         (sizing, phantoms): (&Sizing, &[Option<usize>]),
         planned: &BTreeMap<usize, usize>,
-        opened: &mut Vec<usize>,
+        pass: &mut Pass,
     ) -> Option<usize> {
         // A pod whose requests do not parse is left to the group-by-group
         // path, which reports why.
         let amount = amount?;
-        let Sizing {
+        let SizeClasses {
             classes,
-            fill,
             allocatables,
-        } = sizing;
+        } = &sizing.known;
         let mut best: Option<(usize, usize, f64)> = None;
         for (c, class) in classes.iter().enumerate() {
             let Some(phantom) = phantoms.get(c).copied().flatten() else {
@@ -714,7 +692,7 @@ impl Planner<'_> {
             // Equally cheap classes (zones, say) take turns, as
             // cluster-autoscaler's balancing of similar node groups does:
             // a later pod that must spread finds a node in every class.
-            let opened_in = |c: usize| opened.iter().filter(|&&o| o == c).count();
+            let opened_in = |c: usize| pass.opened_per_class[c];
             let better = best.is_none_or(|(bc, b, best_score)| {
                 let (ga, gb) = (&self.groups[g], &self.groups[b]);
                 score
@@ -722,7 +700,7 @@ impl Planner<'_> {
                     .then_with(|| ga.spec.price_per_hour.total_cmp(&gb.spec.price_per_hour))
                     .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
                     .then_with(|| opened_in(c).cmp(&opened_in(bc)))
-                    .then_with(|| self.cheaper(g, b))
+                    .then_with(|| ga.name.cmp(&gb.name))
                     .is_lt()
             });
             if better {
@@ -730,12 +708,14 @@ impl Planner<'_> {
             }
         }
         let (c, _, _) = best?;
-        let group = &self.groups[fill[c]?];
-        let name = format!("{}_fill_{}", group.name, opened.len());
+        let group = &self.groups[sizing.fill[c]?];
+        let name = format!("{}_fill_{}", group.name, pass.opened.len());
         let (node, _) = template_node(group, &name);
         let node_index = self.snapshot.add_node(node, Vec::new());
         self.add_daemon_pods(node_index);
-        opened.push(c);
+        pass.opened.push(c);
+        pass.opened_per_class[c] += 1;
+        pass.holds.push(0);
         match self.snapshot.check(pod_index, node_index, pod_claims) {
             Verdict::Fits(allocations) => {
                 self.snapshot

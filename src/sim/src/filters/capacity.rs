@@ -6,11 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::FilterState;
-use super::requests::{ResourceVec, allocatable_list, node_allocatable, pod_requests};
+use super::requests::{ResourceVec, allocatable_list, pod_requests};
 
 /// A node's allocatable, parsed once for repeated
 /// [`FilterState::usage_fits`] questions.
@@ -43,14 +43,8 @@ impl Allocatable {
 }
 
 impl FilterState {
-    /// `node`'s allocatable in the form [`FilterState::usage_fits`] compares.
-    pub fn allocatable_of(&mut self, node: &Node) -> Allocatable {
-        let mut resources = ResourceVec::default();
-        let pods = resources.add_list(&node_allocatable(node), &mut self.resources);
-        Allocatable { resources, pods }
-    }
-
-    /// An allocatable resource list (a node template's) in the same form.
+    /// An allocatable resource list (a node template's) in the form
+    /// [`FilterState::usage_fits`] compares.
     pub fn allocatable_from(&mut self, list: &BTreeMap<String, Quantity>) -> Allocatable {
         let mut resources = ResourceVec::default();
         let pods = resources.add_list(&allocatable_list(Some(list)), &mut self.resources);
@@ -125,7 +119,7 @@ impl FilterState {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use k8s_openapi::api::core::v1::{Container, NodeStatus, PodSpec, ResourceRequirements};
+    use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, PodSpec, ResourceRequirements};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -190,7 +184,9 @@ mod tests {
         }
         // 4.5 CPU, 3Gi, 3 pods so far.
         let fits = |state: &mut FilterState, cpu, mem, pods, extra: Option<&Pod>| {
-            let target = state.allocatable_of(&node("small", cpu, mem, pods));
+            let small = node("small", cpu, mem, pods);
+            let target = state
+                .allocatable_from(small.status.as_ref().unwrap().allocatable.as_ref().unwrap());
             let extra = extra.map(|p| state.requests_of(p).unwrap());
             state.usage_fits(0, extra.as_ref(), &target)
         };
@@ -210,7 +206,8 @@ mod tests {
             "no node has the resource"
         );
         assert!(state.requests_of(&pod("1", "bad", None)).is_none());
-        let unknown = state.allocatable_of(&big);
+        let unknown =
+            state.allocatable_from(big.status.as_ref().unwrap().allocatable.as_ref().unwrap());
         assert!(!state.usage_fits(7, None, &unknown), "unknown node");
     }
 }
