@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use dra_api::NODE_GROUP_LABEL;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference, Time};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -18,8 +18,7 @@ use kube::{Api, Client};
 
 use crate::config::GroupConfig;
 
-/// Label on slices naming the node they belong to, so they can be found and removed.
-pub const SLICE_NODE_LABEL: &str = "dra-autoscaler.io/node";
+pub use dra_api::SLICE_NODE_LABEL;
 /// Lease duration (kubelet default).
 pub const LEASE_DURATION_SECONDS: i32 = 40;
 const HOLDER: &str = "dra-provider-fake";
@@ -54,67 +53,32 @@ impl KubeWriter {
         }
     }
 
-    /// The Node an instance of `group` registers as.
+    /// The Node an instance of `group` registers as: the shared [`dra_api::new_node`] object (the
+    /// one the planner simulates) plus what only a running machine has: heartbeat times, a
+    /// provider id, the kwok marker and the kubelet's version.
     #[must_use]
     pub fn node_object(group: &GroupConfig, name: &str) -> Node {
-        let template = &group.spec.template;
-        let mut labels = template.labels.clone();
-        labels.insert(NODE_GROUP_LABEL.to_owned(), group.name.clone());
-        labels.insert("kubernetes.io/hostname".to_owned(), name.to_owned());
-        labels
-            .entry("kubernetes.io/os".to_owned())
-            .or_insert_with(|| "linux".to_owned());
-        labels
-            .entry("kubernetes.io/arch".to_owned())
-            .or_insert_with(|| "amd64".to_owned());
-        if let Some(domain) = &group.spec.topology_domain {
-            labels.insert(domain.key.clone(), domain.value.clone());
-        }
+        let mut node = dra_api::new_node(&group.name, &group.spec, name).node;
         let time = Time(now());
-        let condition = |type_: &str, status: &str, reason: &str| NodeCondition {
-            type_: type_.to_owned(),
-            status: status.to_owned(),
-            reason: Some(reason.to_owned()),
-            last_heartbeat_time: Some(time.clone()),
-            last_transition_time: Some(time.clone()),
-            message: Some("set by dra-provider-fake".to_owned()),
-        };
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                labels: Some(labels),
-                annotations: Some(BTreeMap::from([(
-                    "kwok.x-k8s.io/node".to_owned(),
-                    "fake".to_owned(),
-                )])),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                provider_id: Some(format!("fake://{name}")),
-                taints: Some(template.taints.clone()).filter(|t| !t.is_empty()),
-                ..NodeSpec::default()
-            }),
-            status: Some(NodeStatus {
-                capacity: Some(template.capacity.clone()),
-                allocatable: Some(template.effective_allocatable().clone()),
-                phase: Some("Running".to_owned()),
-                conditions: Some(vec![
-                    condition("Ready", "True", "KubeletReady"),
-                    condition("MemoryPressure", "False", "KubeletHasSufficientMemory"),
-                    condition("DiskPressure", "False", "KubeletHasNoDiskPressure"),
-                    condition("PIDPressure", "False", "KubeletHasSufficientPID"),
-                    condition("NetworkUnavailable", "False", "RouteCreated"),
-                ]),
-                node_info: Some(NodeSystemInfo {
-                    architecture: "amd64".to_owned(),
-                    operating_system: "linux".to_owned(),
-                    kubelet_version: "fake".to_owned(),
-                    os_image: "dra-provider-fake".to_owned(),
-                    ..NodeSystemInfo::default()
-                }),
-                ..NodeStatus::default()
-            }),
+        node.metadata.annotations = Some(BTreeMap::from([(
+            "kwok.x-k8s.io/node".to_owned(),
+            "fake".to_owned(),
+        )]));
+        if let Some(spec) = node.spec.as_mut() {
+            spec.provider_id = Some(format!("fake://{name}"));
         }
+        if let Some(status) = node.status.as_mut() {
+            for condition in status.conditions.iter_mut().flatten() {
+                condition.last_heartbeat_time = Some(time.clone());
+                condition.last_transition_time = Some(time.clone());
+                condition.message = Some("set by dra-provider-fake".to_owned());
+            }
+            if let Some(info) = status.node_info.as_mut() {
+                info.kubelet_version = "fake".to_owned();
+                info.os_image = "dra-provider-fake".to_owned();
+            }
+        }
+        node
     }
 
     /// Creates the Node (with status, as a kubelet registering does) and its Lease; an existing
@@ -178,31 +142,8 @@ impl KubeWriter {
         name: &str,
         uid: &str,
     ) -> Result<(), kube::Error> {
-        let specs = group.spec.template.slices_for_node(name);
-        for (index, mut spec) in specs.into_iter().enumerate() {
-            if spec.pool.resource_slice_count == 0 {
-                let same_driver = group
-                    .spec
-                    .template
-                    .resource_slices
-                    .iter()
-                    .filter(|s| s.driver == spec.driver);
-                spec.pool.resource_slice_count = i64::try_from(same_driver.count()).unwrap_or(1);
-            }
-            spec.pool.generation = spec.pool.generation.max(1);
-            let slice_name = format!("{name}-{}-{index}", spec.driver.replace('.', "-"));
-            let slice = ResourceSlice {
-                metadata: ObjectMeta {
-                    name: Some(slice_name),
-                    labels: Some(BTreeMap::from([
-                        (SLICE_NODE_LABEL.to_owned(), name.to_owned()),
-                        (NODE_GROUP_LABEL.to_owned(), group.name.clone()),
-                    ])),
-                    owner_references: Some(vec![owner(name, uid)]),
-                    ..ObjectMeta::default()
-                },
-                spec,
-            };
+        for mut slice in dra_api::new_node(&group.name, &group.spec, name).slices {
+            slice.metadata.owner_references = Some(vec![owner(name, uid)]);
             match self.slices.create(&PostParams::default(), &slice).await {
                 Err(kube::Error::Api(status)) if status.is_already_exists() => {}
                 other => drop(other?),

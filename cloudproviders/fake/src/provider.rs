@@ -10,8 +10,6 @@ use dra_provider::{
     AtomicIncrease, CapacityType, CloudProvider, Instance, InstanceDetails, InstanceState,
     NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus, TemplateNode,
 };
-use k8s_openapi::api::resource::v1::ResourceSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::Mutex;
 
 use crate::cloud::{CloudState, InstanceRecord, Limit, StateError};
@@ -263,24 +261,10 @@ impl FakeProvider {
 
     fn template_of(group: &GroupConfig) -> TemplateNode {
         let name = format!("{}-template", group.name);
-        let node = KubeWriter::node_object(group, &name);
-        let resource_slices = group
-            .spec
-            .template
-            .slices_for_node(&name)
-            .into_iter()
-            .enumerate()
-            .map(|(index, spec)| ResourceSlice {
-                metadata: ObjectMeta {
-                    name: Some(format!("{name}-{index}")),
-                    ..ObjectMeta::default()
-                },
-                spec,
-            })
-            .collect();
+        let made = dra_api::new_node(&group.name, &group.spec, &name);
         TemplateNode {
-            node,
-            resource_slices,
+            node: made.node,
+            resource_slices: made.slices,
         }
     }
 }

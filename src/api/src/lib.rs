@@ -3,19 +3,24 @@
 //! its DRA drivers publish), how many of them may exist, what they cost and which reservation
 //! backs them.
 //!
-//! The crate is data only. The controller reads `NodeGroup` objects and writes their status;
-//! the planner simulates the template; cloud providers (the fake one among them) read the same
-//! spec shape from YAML. Nothing here does I/O, so the pure planner can depend on it.
+//! The crate is data and pure functions of it. The controller reads `NodeGroup` objects and
+//! writes their status; the planner simulates the template; cloud providers (the fake one among
+//! them) read the same spec shape from YAML and register the same Node ([`new_node`]). Nothing
+//! here does I/O, so the pure planner can depend on it.
 //!
 //! * [`nodegroup`]: the spec and status types.
 //! * [`validate`]: [`NodeGroupSpec::validate`] and its typed errors.
 //! * [`crdgen`]: the CustomResourceDefinition YAML, for `dra-autoscaler crd`.
+//! * [`new_node`]: the Node and ResourceSlices a group's new machine has, shared by the planner
+//!   and every provider.
 
 pub mod crdgen;
+pub mod new_node;
 pub mod nodegroup;
 pub mod validate;
 
 pub use crdgen::{CrdGenError, crd, crd_yaml};
+pub use new_node::{NewNode, SLICE_NODE_LABEL, new_node, new_node_label};
 pub use nodegroup::{
     CapacityType, LastScaleUp, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec, NodeGroupStatus,
     NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UpcomingNode,

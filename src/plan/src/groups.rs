@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 
 use dra_api::{CapacityType, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec};
 use dra_sim::objects::ExtraObject;
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// A NodeGroup document that cannot be used, and why. The group is left out
@@ -226,153 +225,26 @@ fn friendly(d: SignedDuration) -> String {
 }
 
 /// One new node of `group` named `node_name`, and the slices its drivers
-/// would publish (`nodeName` and pool name set to the node, slice names made
-/// unique per node).
+/// would publish: exactly what a provider registers ([`dra_api::new_node`]).
 #[must_use]
 pub fn template_node(group: &Group, node_name: &str) -> (Node, Vec<ResourceSlice>) {
-    let template = &group.spec.template;
-    let mut labels = template.labels.clone();
-    labels.insert(NODE_GROUP_LABEL.into(), group.name.clone());
-    labels
-        .entry("kubernetes.io/hostname".into())
-        .or_insert_with(|| node_name.to_string());
-    if let Some(domain) = &group.spec.topology_domain {
-        labels.insert(domain.key.clone(), domain.value.clone());
-    }
-    let node = Node {
-        metadata: ObjectMeta {
-            name: Some(node_name.to_string()),
-            labels: Some(labels),
-            ..Default::default()
-        },
-        spec: Some(NodeSpec {
-            taints: (!template.taints.is_empty()).then(|| template.taints.clone()),
-            ..Default::default()
-        }),
-        status: Some(NodeStatus {
-            capacity: Some(template.capacity.clone()),
-            allocatable: Some(template.effective_allocatable().clone()),
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-    };
-    let slices = template
-        .slices_for_node(node_name)
-        .into_iter()
-        .enumerate()
-        .map(|(i, spec)| ResourceSlice {
-            metadata: ObjectMeta {
-                name: Some(format!("{node_name}-{}-{i}", spec.driver)),
-                ..Default::default()
-            },
-            spec,
-        })
-        .collect();
-    (node, slices)
+    let made = dra_api::new_node(&group.name, &group.spec, node_name);
+    (made.node, made.slices)
 }
 
 /// The value [`template_node`]`(group, node_name)` gives label `key`, without
-/// building the node: the group's topology domain, then the node-group
-/// label, then the template's labels, then the hostname (the node's name).
+/// building the node ([`dra_api::new_node_label`]).
 #[must_use]
 pub fn new_node_label<'a>(group: &'a Group, key: &str, node_name: &'a str) -> Option<&'a str> {
-    if let Some(domain) = &group.spec.topology_domain
-        && domain.key == key
-    {
-        return Some(&domain.value);
-    }
-    if key == NODE_GROUP_LABEL {
-        return Some(&group.name);
-    }
-    if let Some(value) = group.spec.template.labels.get(key) {
-        return Some(value);
-    }
-    (key == "kubernetes.io/hostname").then_some(node_name)
+    dra_api::new_node_label(&group.name, &group.spec, key, node_name)
 }
 
-/// The topology domain value a group's nodes have for `key`, if any: the
-/// group's `topologyDomain` when its key matches, else a template label.
+/// The topology domain value every new node of a group has for `key`, if
+/// they share one (a per-node value such as the hostname is no shared domain).
 #[must_use]
 pub fn domain_of(group: &Group, key: &str) -> Option<String> {
-    match &group.spec.topology_domain {
-        Some(d) if d.key == key => Some(d.value.clone()),
-        _ => group.spec.template.labels.get(key).cloned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use dra_api::{CapacityType, NodeGroupSpec, NodeTemplate, TopologyDomain};
-
-    use super::*;
-
-    fn group(labels: &[(&str, &str)], domain: Option<(&str, &str)>) -> Group {
-        Group {
-            name: "g".into(),
-            spec: NodeGroupSpec {
-                provider: "fake".into(),
-                provider_id: "g".into(),
-                min_size: 0,
-                max_size: 1,
-                capacity_type: CapacityType::OnDemand,
-                reservation: None,
-                price_per_hour: 1.0,
-                priority: 0,
-                topology_domain: domain.map(|(key, value)| TopologyDomain {
-                    key: key.into(),
-                    value: value.into(),
-                }),
-                template: NodeTemplate {
-                    labels: labels
-                        .iter()
-                        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
-                        .collect(),
-                    taints: Vec::new(),
-                    capacity: BTreeMap::new(),
-                    allocatable: None,
-                    resource_slices: Vec::new(),
-                },
-            },
-            current: 0,
-            upcoming: 0,
-        }
-    }
-
-    #[test]
-    fn new_node_label_agrees_with_the_template_node() {
-        let cases = [
-            group(&[("zone", "a"), ("tier", "x")], None),
-            // The domain overrides a template label, the node-group label
-            // always names the group, a template hostname is kept.
-            group(
-                &[
-                    ("zone", "a"),
-                    ("kubernetes.io/hostname", "fixed"),
-                    (NODE_GROUP_LABEL, "other"),
-                ],
-                Some(("zone", "b")),
-            ),
-            group(&[], Some((NODE_GROUP_LABEL, "d"))),
-        ];
-        for g in &cases {
-            let (node, _) = template_node(g, "n-1");
-            let labels = node.metadata.labels.unwrap();
-            let mut keys: Vec<&str> = labels.keys().map(String::as_str).collect();
-            keys.extend(["absent", "kubernetes.io/hostname", NODE_GROUP_LABEL]);
-            for key in keys {
-                assert_eq!(
-                    new_node_label(g, key, "n-1"),
-                    labels.get(key).map(String::as_str),
-                    "key {key} of {:?}",
-                    g.spec.template.labels
-                );
-            }
-        }
-    }
+    // An empty node name leaves the hostname unset unless the template fixes it.
+    dra_api::new_node_label(&group.name, &group.spec, key, "")
+        .filter(|value| !value.is_empty())
+        .map(str::to_owned)
 }
