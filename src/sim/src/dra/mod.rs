@@ -44,7 +44,6 @@ mod model;
 mod node_selector;
 mod pool_state;
 mod pools;
-pub mod quantity;
 mod requests;
 mod results;
 mod search;
@@ -55,6 +54,7 @@ mod tests;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
+pub use crate::quantity;
 pub use catalog::DraCatalog;
 pub use node_selector::ParsedNodeSelector;
 pub use state::{AllocatedState, DeviceId};
