@@ -32,7 +32,10 @@ pub use scan::{Scanned, Suffix, interpret_suffix, scan};
 use decimal::Decimal;
 
 /// Nano units in one unit.
-pub(crate) const NANO: i128 = 1_000_000_000;
+pub const NANO: i128 = 1_000_000_000;
+
+/// Nano units in one milli-unit (for [`Amount::ceil_scaled`]).
+pub const NANO_PER_MILLI: i128 = 1_000_000;
 
 /// Upstream caps binary-suffixed quantities at 2^63-1 units.
 pub(crate) const MAX_BINARY_NANOS: i128 = i64::MAX as i128 * NANO;
@@ -199,7 +202,7 @@ pub fn value(input: &str) -> Result<i64, QuantityError> {
 /// As [`nano_value`].
 pub fn milli_value(input: &str) -> Result<i64, QuantityError> {
     Ok(saturate(
-        Amount::from_nanos(nano_value(input)?).ceil_scaled(NANO / 1000),
+        Amount::from_nanos(nano_value(input)?).ceil_scaled(NANO_PER_MILLI),
     ))
 }
 
