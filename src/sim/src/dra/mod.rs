@@ -41,7 +41,6 @@ mod device_taints;
 mod diagnose;
 mod inventory;
 mod model;
-mod node_selector;
 mod pool_state;
 mod pools;
 mod requests;
@@ -55,8 +54,8 @@ mod tests;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
 pub use crate::quantity;
+pub use crate::selectors::ParsedNodeSelector;
 pub use catalog::DraCatalog;
-pub use node_selector::ParsedNodeSelector;
 pub use state::{AllocatedState, DeviceId};
 
 use crate::gates::FeatureGates;
