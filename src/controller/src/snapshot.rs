@@ -207,7 +207,14 @@ pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions)
             objects.pods.push(Pod::clone(pod));
             continue;
         }
-        match classify(pod, &options.pending, &priorities) {
+        let workload_ref = inputs.pod_workload_refs.get(&(
+            pod.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            pod.metadata.name.clone().unwrap_or_default(),
+        ));
+        match classify(pod, workload_ref, &options.pending, &priorities) {
             None => {
                 built.planned_for.push(pod_key(pod));
                 objects.pods.push(Pod::clone(pod));

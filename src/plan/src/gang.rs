@@ -24,23 +24,19 @@
 
 use std::collections::BTreeMap;
 
-use dra_sim::FeatureGates;
 use dra_sim::objects::ExtraObject;
+use dra_sim::pods::{
+    LinkField, gang_link, is_bound, is_scheduling_gated as is_gated, is_terminal, priority,
+};
+use dra_sim::{FeatureGates, ObjectRef};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
-/// Label of scheduler-plugins coscheduling.
-pub const COSCHEDULING_LABEL: &str = "scheduling.x-k8s.io/pod-group";
-/// The label scheduler-plugins used before its API group moved (early 2023).
-pub const COSCHEDULING_LEGACY_LABEL: &str = "pod-group.scheduling.sigs.k8s.io";
-/// Volcano's group annotation.
-pub const VOLCANO_ANNOTATION: &str = "scheduling.k8s.io/group-name";
-/// Volcano's alternative group annotation.
-pub const VOLCANO_ANNOTATION_ALT: &str = "scheduling.volcano.sh/group-name";
-/// Kueue's pod-group label.
-pub const KUEUE_GROUP_LABEL: &str = "kueue.x-k8s.io/pod-group-name";
-/// Kueue's pod-group size annotation.
-pub const KUEUE_TOTAL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-total-count";
+// The links pods carry are read by `dra_sim::pods`; the names stay here too.
+pub use dra_sim::pods::{
+    COSCHEDULING_LABEL, COSCHEDULING_LEGACY_LABEL, KUEUE_GROUP_LABEL, KUEUE_TOTAL_ANNOTATION,
+    VOLCANO_ANNOTATION, VOLCANO_ANNOTATION_ALT,
+};
 
 /// The API groups (and kinds) whose objects gang detection reads; callers ask
 /// the loader to keep these.
@@ -251,90 +247,27 @@ fn link_of(
     workload_ref: Option<&Value>,
     upstream: bool,
 ) -> Option<(GroupKey, Option<usize>)> {
-    let ns = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let labels = pod.metadata.labels.as_ref();
-    let annotations = pod.metadata.annotations.as_ref();
-    let key = |api, name: &str| GroupKey {
-        api,
-        name: format!("{ns}/{name}"),
+    let link = gang_link(pod, workload_ref, upstream)?;
+    let api = match link.field {
+        LinkField::SchedulingGroup => GangApi::PodGroup,
+        LinkField::WorkloadRef => GangApi::Workload,
+        LinkField::CoschedulingLabel => GangApi::Coscheduling,
+        LinkField::VolcanoAnnotation => GangApi::Volcano,
+        LinkField::KueueLabel => GangApi::Kueue,
     };
-    if let Some(group) = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduling_group.as_ref())
-        .and_then(|g| g.pod_group_name.as_deref())
-        .filter(|_| upstream)
-    {
-        return Some((key(GangApi::PodGroup, group), None));
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let mut name = format!("{ns}/{}", link.group);
+    // The replica key separates gang instances of one pod group; the policy
+    // is the pod group's, looked up without it.
+    if let Some(replica) = &link.replica_key {
+        name.push('#');
+        name.push_str(replica);
     }
-    if let Some(reference) = workload_ref.filter(|_| upstream) {
-        let get = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
-        let mut name = format!("{}/{}", get("name"), get("podGroup"));
-        let replica = get("podGroupReplicaKey");
-        // The replica key separates gang instances of one pod group; the
-        // policy is the pod group's, looked up without it below.
-        if !replica.is_empty() {
-            name.push('#');
-            name.push_str(replica);
-        }
-        return Some((key(GangApi::Workload, &name), None));
-    }
-    if let Some(group) = labels.and_then(|l| {
-        l.get(COSCHEDULING_LABEL)
-            .or_else(|| l.get(COSCHEDULING_LEGACY_LABEL))
-    }) {
-        return Some((key(GangApi::Coscheduling, group), None));
-    }
-    if let Some(group) = annotations.and_then(|a| {
-        a.get(VOLCANO_ANNOTATION)
-            .or_else(|| a.get(VOLCANO_ANNOTATION_ALT))
-    }) {
-        return Some((key(GangApi::Volcano, group), None));
-    }
-    if let Some(group) = labels.and_then(|l| l.get(KUEUE_GROUP_LABEL)) {
-        let total = annotations
-            .and_then(|a| a.get(KUEUE_TOTAL_ANNOTATION))
-            .and_then(|t| t.parse::<usize>().ok());
-        return Some((key(GangApi::Kueue, group), total));
-    }
-    None
-}
-
-fn is_terminal(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Succeeded" || p == "Failed")
-}
-
-fn is_gated(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.scheduling_gates.as_ref())
-        .is_some_and(|g| !g.is_empty())
-}
-
-fn is_bound(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty())
-}
-
-fn priority(pod: &Pod) -> i32 {
-    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+    Some((GroupKey { api, name }, link.declared_size))
 }
 
 fn pod_name(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
+    ObjectRef::namespaced(&pod.metadata).to_string()
 }
 
 /// Groups `pods` into gangs. `pending_order` lists the pending pods (indices

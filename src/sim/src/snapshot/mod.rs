@@ -27,6 +27,7 @@ use crate::dra::{AllocatedState, DraCatalog, ShareIdGenerator};
 use crate::filters::{FilterState, PreparedPod};
 use crate::gates::FeatureGates;
 use crate::objects::{ClusterObjects, ObjectRef};
+use crate::pods::required_pod_anti_affinity;
 pub use crate::pods::{is_pending, priority};
 use crate::selectors::ParsedNodeSelector;
 
@@ -116,17 +117,9 @@ impl Snapshot {
             pod_workload_refs: _,
         } = objects;
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let labels_matter = pods.iter().any(|p| {
-            p.spec
-                .as_ref()
-                .and_then(|s| s.affinity.as_ref())
-                .and_then(|a| a.pod_anti_affinity.as_ref())
-                .and_then(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                })
-                .is_some_and(|terms| !terms.is_empty())
-        });
+        let labels_matter = pods
+            .iter()
+            .any(|p| !required_pod_anti_affinity(p).is_empty());
         let mut filters = FilterState::new(&nodes, &pods, &namespaces);
         filters.set_device_classes(&device_classes, &gates);
         let node_index = nodes
