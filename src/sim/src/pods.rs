@@ -113,8 +113,10 @@ pub struct GangLink {
     /// The field that says so.
     pub field: LinkField,
     /// The group's name in the pod's namespace; for a 1.35 `workloadRef`,
-    /// `workload/podGroup`.
+    /// the Workload's.
     pub group: String,
+    /// `workloadRef.podGroup`: the pod group within the Workload.
+    pub pod_group: Option<String>,
     /// `workloadRef.podGroupReplicaKey`, when set: it separates instances of
     /// one pod group.
     pub replica_key: Option<String>,
@@ -134,6 +136,7 @@ pub fn gang_link(pod: &Pod, workload_ref: Option<&Value>, upstream: bool) -> Opt
     let link = |field, group: &str| GangLink {
         field,
         group: group.to_string(),
+        pod_group: None,
         replica_key: None,
         declared_size: None,
     };
@@ -149,10 +152,8 @@ pub fn gang_link(pod: &Pod, workload_ref: Option<&Value>, upstream: bool) -> Opt
         }
         if let Some(reference) = workload_ref {
             let get = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
-            let mut found = link(
-                LinkField::WorkloadRef,
-                &format!("{}/{}", get("name"), get("podGroup")),
-            );
+            let mut found = link(LinkField::WorkloadRef, get("name"));
+            found.pod_group = Some(get("podGroup").to_string());
             let replica = get("podGroupReplicaKey");
             found.replica_key = (!replica.is_empty()).then(|| replica.to_string());
             return Some(found);
@@ -286,7 +287,8 @@ mod tests {
         });
         let found = gang_link(&p, Some(&reference), true).expect("workloadRef");
         assert_eq!(found.field, LinkField::WorkloadRef);
-        assert_eq!(found.group, "trainer/workers");
+        assert_eq!(found.group, "trainer");
+        assert_eq!(found.pod_group.as_deref(), Some("workers"));
         assert_eq!(found.replica_key.as_deref(), Some("r0"));
         assert_eq!(
             gang_link(&p, Some(&reference), false).map(|l| l.field),
