@@ -3,7 +3,7 @@
 //! its priority, its required pod (anti-)affinity, and the gang it says it
 //! belongs to. One reading of each, so the three never disagree.
 
-use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm};
+use k8s_openapi::api::core::v1::{Affinity, NodeSelector, Pod, PodAffinityTerm};
 use serde_json::Value;
 
 /// A pod waits for a node when it has none and has not finished.
@@ -49,12 +49,24 @@ pub fn priority(pod: &Pod) -> i32 {
     pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
 
+fn affinity(pod: &Pod) -> Option<&Affinity> {
+    pod.spec.as_ref()?.affinity.as_ref()
+}
+
+/// The pod's required node affinity (`requiredDuringScheduling…`).
+#[must_use]
+pub fn required_node_affinity(pod: &Pod) -> Option<&NodeSelector> {
+    affinity(pod)?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()
+}
+
 /// The pod's required pod affinity terms.
 #[must_use]
 pub fn required_pod_affinity(pod: &Pod) -> &[PodAffinityTerm] {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
+    affinity(pod)
         .and_then(|a| a.pod_affinity.as_ref())
         .and_then(|a| {
             a.required_during_scheduling_ignored_during_execution
@@ -66,9 +78,7 @@ pub fn required_pod_affinity(pod: &Pod) -> &[PodAffinityTerm] {
 /// The pod's required pod anti-affinity terms.
 #[must_use]
 pub fn required_pod_anti_affinity(pod: &Pod) -> &[PodAffinityTerm] {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
+    affinity(pod)
         .and_then(|a| a.pod_anti_affinity.as_ref())
         .and_then(|a| {
             a.required_during_scheduling_ignored_during_execution

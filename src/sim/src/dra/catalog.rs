@@ -27,7 +27,9 @@ use super::requests::validate_claim;
 use super::results::assemble;
 use super::search::{RKey, Search, Stop};
 use super::state::{AllocatedState, FixedMap};
-use super::{AllocError, AllocateOutcome, AllocatorStats, Features, ShareIdGenerator, claim_ref};
+use super::{
+    AllocError, AllocateOutcome, AllocatorStats, Features, ShareIdGenerator, Variant, claim_ref,
+};
 use crate::gates::FeatureGates;
 
 type PoolKey = (String, String);
@@ -323,7 +325,7 @@ impl DraCatalog {
                 )));
             }
             slots.push(claim_slots);
-            constraints.push(claim_constraints(claim, features.list_type_attributes)?);
+            constraints.push(claim_constraints(claim, features)?);
         }
         let mut search = Search::new(chk, claims, slots, constraints, share_ids);
         let outcome = search.allocate_one(
@@ -366,10 +368,14 @@ impl DraCatalog {
     }
 }
 
+/// The claim's constraints. The stable allocator knows `matchAttribute`
+/// only: anything else is its "empty constraint" error.
 fn claim_constraints(
     claim: &ResourceClaim,
-    list_mode: bool,
+    features: &Features,
 ) -> Result<Vec<Constraint>, AllocError> {
+    let list_mode = features.list_type_attributes;
+    let stable = features.variant() == Variant::Stable;
     let specs = claim
         .spec
         .as_ref()
@@ -381,7 +387,7 @@ fn claim_constraints(
         let requests = c.requests.as_deref().unwrap_or_default();
         if let Some(attribute) = &c.match_attribute {
             out.push(Constraint::matching(requests, attribute, list_mode));
-        } else if let Some(attribute) = &c.distinct_attribute {
+        } else if let Some(attribute) = c.distinct_attribute.as_ref().filter(|_| !stable) {
             out.push(Constraint::distinct(requests, attribute, list_mode));
         } else {
             return Err(AllocError::Fatal(format!(
