@@ -1,5 +1,5 @@
 //! The `dra-autoscaler` command line: a thin shell over the pure simulator and
-//! planner (`dra-sim`, `dra-plan`) and, later, the controller.
+//! planner (`dra-sim`, `dra-plan`) and the controller (`dra-controller`).
 
 pub mod input;
 pub mod simulate_cmd;

@@ -125,7 +125,10 @@ fn members_linked_by_a_1_35_workload_ref_are_planned_for() {
         ..Default::default()
     };
     let built = build(&inputs, &[], &options());
-    assert_eq!(built.planned_for, vec![ObjectRef::new("default", "worker-0")]);
+    assert_eq!(
+        built.planned_for,
+        vec![ObjectRef::new("default", "worker-0")]
+    );
     assert_eq!(built.skipped.get(&Skip::NotUnschedulable), Some(&1));
 }
 
