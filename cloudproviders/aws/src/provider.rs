@@ -15,7 +15,7 @@ use tokio::sync::Mutex;
 use crate::aws::{Aws, instance_id, provider_id};
 use crate::config::Config;
 use crate::errors::UnavailableOfferings;
-use crate::groups::{self, Group};
+use crate::groups::Group;
 use crate::instance_types::InstanceTypes;
 use crate::launch::{self, Pending};
 
