@@ -414,7 +414,7 @@ impl Aws {
             } else {
                 lt.name.clone()
             })
-            .versions(&version)
+            .versions(version)
             .send()
             .await
             .map_err(|e| sdk_error("DescribeLaunchTemplateVersions", &e))?;

@@ -110,11 +110,14 @@ pub fn api_error(action: &str, code: Option<&str>, message: &str) -> ProviderErr
     }
 }
 
+/// (instance type, zone) → (until when, the ICE code).
+type Entries = BTreeMap<(String, String), (Instant, String)>;
+
 /// Offerings (instance type, zone) that answered insufficient capacity recently.
 #[derive(Debug)]
 pub struct UnavailableOfferings {
     ttl: Duration,
-    entries: Mutex<BTreeMap<(String, String), (Instant, String)>>,
+    entries: Mutex<Entries>,
 }
 
 impl UnavailableOfferings {
@@ -127,7 +130,7 @@ impl UnavailableOfferings {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), (Instant, String)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
