@@ -42,6 +42,15 @@ impl SimulateOutput {
             SimulateOutput::Plan(r) => serde_json::to_value(r),
         }
     }
+
+    /// The report as `-o text` prints it.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        match self {
+            SimulateOutput::Pods(r) => r.to_text(),
+            SimulateOutput::Plan(r) => r.to_text(),
+        }
+    }
 }
 
 /// Flags of `simulate`.
@@ -149,7 +158,11 @@ impl SimulateArgs {
             loader.keep_kind(group, kind);
         }
         let loaded = input::load(&self.paths, loader)?;
-        let note = loaded.skipped_note();
+        let notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let note = (!notes.is_empty()).then(|| notes.join("\nnote: "));
         let has_groups = loaded.objects.extra.iter().any(|o| o.kind == "NodeGroup");
         let output = if has_groups {
             SimulateOutput::Plan(dra_plan::plan(loaded.objects, gates, &options))
@@ -176,8 +189,7 @@ impl SimulateArgs {
             (OutputFormat::Json, SimulateOutput::Plan(r)) => {
                 serde_json::to_string_pretty(r)? + "\n"
             }
-            (OutputFormat::Text, SimulateOutput::Pods(r)) => r.to_text(),
-            (OutputFormat::Text, SimulateOutput::Plan(r)) => r.to_text(),
+            (OutputFormat::Text, report) => report.to_text(),
         };
         std::io::stdout()
             .lock()

@@ -20,11 +20,16 @@ fn cases_dir(suite: &str) -> PathBuf {
 }
 
 fn run_case(dir: &Path) -> Result<Value, String> {
+    run_case_as(dir, "json").and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+}
+
+/// Runs a case and returns the report as `simulate -o FORMAT` prints it.
+fn run_case_as(dir: &Path, format: &str) -> Result<String, String> {
     let mut argv = vec![
         "dra-autoscaler".to_string(),
         "simulate".into(),
         "-o".into(),
-        "json".into(),
+        format.into(),
     ];
     if let Ok(extra) = std::fs::read_to_string(dir.join("args")) {
         argv.extend(extra.split_whitespace().map(str::to_string));
@@ -37,7 +42,13 @@ fn run_case(dir: &Path) -> Result<Value, String> {
     let (report, _) = args
         .simulate()
         .map_err(|e| format!("simulate failed: {e:#}"))?;
-    report.to_json().map_err(|e| e.to_string())
+    match format {
+        "json" => report
+            .to_json()
+            .map(|v| v.to_string())
+            .map_err(|e| e.to_string()),
+        _ => Ok(report.to_text()),
+    }
 }
 
 /// Compares `actual` against `expected` with the wildcard rule for shareID.
@@ -125,7 +136,30 @@ fn simulate_matches_upstream_filter_behaviour_on_every_case() {
     run_suite("filters", 25);
 }
 
-fn run_suite(suite: &str, at_least: usize) {
+/// Inputs that once crashed, stalled or misled the simulator
+/// (`testdata/robustness/README.md`): each gives upstream's answer, or the
+/// load error the API server's validation implies, with a report of at most
+/// 100 KB in either format.
+#[test]
+fn robustness_inputs_give_upstream_answers_in_bounded_output() {
+    run_suite("robustness", 11);
+    let mut failures = Vec::new();
+    for dir in case_dirs("robustness") {
+        for format in ["json", "text"] {
+            match run_case_as(&dir, format) {
+                Ok(text) if text.len() > 100_000 => failures.push(format!(
+                    "{}: {format} report is {} bytes",
+                    dir.display(),
+                    text.len()
+                )),
+                Ok(_) | Err(_) => {}
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn case_dirs(suite: &str) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir(suite))
         .expect("the suite directory exists")
         .filter_map(Result::ok)
@@ -133,6 +167,11 @@ fn run_suite(suite: &str, at_least: usize) {
         .filter(|p| p.join("cluster.yaml").exists())
         .collect();
     dirs.sort();
+    dirs
+}
+
+fn run_suite(suite: &str, at_least: usize) {
+    let dirs = case_dirs(suite);
     assert!(
         dirs.len() >= at_least,
         "testdata/{suite} has {} cases, the suite promises at least {at_least}",
@@ -155,6 +194,14 @@ fn run_suite(suite: &str, at_least: usize) {
                 continue;
             }
         };
+        if let Some(want) = expected.get("loadError").and_then(Value::as_str) {
+            match run_case(dir) {
+                Err(e) if e.contains(want) => {}
+                Err(e) => failures.push(format!("{case}: error {e:?} lacks {want:?}")),
+                Ok(_) => failures.push(format!("{case}: loaded, expected error {want:?}")),
+            }
+            continue;
+        }
         match run_case(dir) {
             Ok(actual) => {
                 let problems = compare(&expected, &actual);
