@@ -34,4 +34,4 @@ pub use gates::{FeatureGates, KubeVersion};
 /// size.
 pub const STACK_BUDGET: usize = 16 << 20;
 pub use loader::{LoadError, Loaded, Loader};
-pub use objects::ClusterObjects;
+pub use objects::{ClusterObjects, ObjectRef};
