@@ -29,7 +29,12 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Run the autoscaler against a cluster: watch, plan, scale through the
     /// configured providers, and report through Events, status and metrics.
+    #[cfg(feature = "controller")]
     Run(Box<dra_controller::RunArgs>),
+    /// Run the autoscaler against a cluster (not in this build: it was built
+    /// without the `controller` feature).
+    #[cfg(not(feature = "controller"))]
+    Run(NoController),
     /// Print the NodeGroup CustomResourceDefinition (YAML), generated from the
     /// Rust types: `dra-autoscaler crd | kubectl apply -f -`.
     Crd,
@@ -50,6 +55,11 @@ impl Cli {
                 .context("starting the simulation thread")?
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            #[cfg(not(feature = "controller"))]
+            Command::Run(_) => anyhow::bail!(
+                "this dra-autoscaler was built without the controller; build it with the default features (cargo build --release -p dra-autoscaler) to get `run`"
+            ),
+            #[cfg(feature = "controller")]
             Command::Run(args) => {
                 // Planning runs on the blocking pool of this runtime.
                 let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -69,6 +79,16 @@ impl Cli {
             }
         }
     }
+}
+
+/// The arguments of `run` in a build without the controller: accepted and
+/// refused with a message that says how to get it.
+#[cfg(not(feature = "controller"))]
+#[derive(Debug, Clone, clap::Args)]
+pub struct NoController {
+    /// Whatever `run` would take.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub args: Vec<String>,
 }
 
 /// Whether `error` comes from writing to a pipe whose reader has gone.

@@ -65,8 +65,22 @@ pub struct SimulateArgs {
     )]
     pub kubernetes_version: String,
 
+    /// The DynamicResources plugin's `filterTimeout`: how long kube-scheduler
+    /// lets one pod's device allocation on one node run (with the
+    /// `DRASchedulerFilterTimeout` gate, on since 1.34) before it reports the
+    /// node as "timed out trying to allocate devices". Simulated as a work
+    /// bound (1,000 search steps per millisecond); `0s` disables it.
+    #[arg(long, env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT", default_value = "10s")]
+    pub dra_filter_timeout: SignedDuration,
+
     /// Feature gates on top of the version's defaults, as kube-scheduler takes
     /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`.
+    /// Known gates: DRAAdminAccess, DRAPrioritizedList, DRAPartitionableDevices,
+    /// DRADeviceTaints, DRADeviceTaintRules, DRADeviceBindingConditions,
+    /// DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
+    /// DRAFractionalCapacityRange, DRAListTypeAttributes, DRAExtendedResource,
+    /// DRADeviceCompatibilityGroups, DRAOptionalNodeOperations, GenericWorkload,
+    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout.
     #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
     pub feature_gates: String,
 
@@ -113,6 +127,9 @@ impl SimulateArgs {
         gates
             .apply_flag(&self.feature_gates)
             .context("--feature-gates")?;
+        gates
+            .set_dra_filter_timeout(self.dra_filter_timeout)
+            .context("--dra-filter-timeout")?;
         Ok(gates)
     }
 

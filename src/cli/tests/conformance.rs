@@ -67,7 +67,7 @@ fn simulate_matches_upstream_filter_behaviour_on_every_case() {
 /// 100 KB in either format.
 #[test]
 fn robustness_inputs_give_upstream_answers_in_bounded_output() {
-    golden::run_suite("robustness", 11, compare);
+    golden::run_suite("robustness", 18, compare);
     let mut failures = Vec::new();
     for dir in golden::case_dirs("robustness") {
         for format in ["json", "text"] {

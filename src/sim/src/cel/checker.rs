@@ -147,11 +147,22 @@ impl Ty {
 }
 
 /// Checks and rewrites `expr` in place; the error is the complete compile message.
-pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<(), String> {
-    let ty = check_any(expr, decls)?;
+///
+/// Returns whether the expression reads `device` at all: one that does not
+/// gives the same verdict for every device.
+pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<bool, String> {
+    let mut checker = Checker {
+        decls,
+        scope: Vec::new(),
+        uses_device: false,
+    };
+    let ty = checker
+        .visit(expr, 0)
+        .map_err(|m| format!("compilation failed: {m}"))?;
+    let uses_device = checker.uses_device;
     // Upstream reports this one without the "compilation failed" prefix.
     match ty {
-        Ty::Bool | Ty::Dyn => Ok(()),
+        Ty::Bool | Ty::Dyn => Ok(uses_device),
         other => Err(format!(
             "must evaluate to bool or the unknown type, not {}",
             other.name()
@@ -161,10 +172,12 @@ pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<(), Stri
 
 /// Checks and rewrites `expr` whatever its result type, which it returns
 /// (the conformance tests evaluate expressions of every type).
+#[cfg(test)]
 pub(crate) fn check_any(expr: &mut IdedExpr, decls: Declarations) -> Result<Ty, String> {
     let mut checker = Checker {
         decls,
         scope: Vec::new(),
+        uses_device: false,
     };
     checker
         .visit(expr, 0)
@@ -174,6 +187,8 @@ pub(crate) fn check_any(expr: &mut IdedExpr, decls: Declarations) -> Result<Ty, 
 struct Checker {
     decls: Declarations,
     scope: Vec<(String, Ty)>,
+    /// The global `device` was referenced.
+    uses_device: bool,
 }
 
 fn node(expr: Expr) -> IdedExpr {
@@ -278,6 +293,7 @@ impl Checker {
             Expr::Ident(name) => match self.lookup(name) {
                 Some(ty) => Ok(ty),
                 None if name == "device" => {
+                    self.uses_device = true;
                     *e = device_literal();
                     Ok(Ty::Device { global: true })
                 }
@@ -701,9 +717,34 @@ impl Checker {
         self.scope.truncate(accu_only);
         let result = body.and_then(|_| self.visit(&mut comp.result, depth));
         self.scope.truncate(outer);
-        let step = std::mem::take(&mut comp.loop_step);
+        let mut step = std::mem::take(&mut comp.loop_step);
+        unwrap_accumulator_append(&mut step, &comp.accu_var);
         comp.loop_step = call(hidden::TICK, None, vec![step]);
         result
+    }
+}
+
+/// `@add(accu, [x])`, the step `map()` and `filter()` expand to, back to
+/// cel-rust's own `+`: the surrounding `@tick` charges the result's size
+/// anyway, and each trip through a library function converts the whole
+/// accumulator twice (the bulk of the time of nested `map()`s). `filter()`
+/// steps are `cond ? accu + [x] : accu`: their branches are looked at too.
+fn unwrap_accumulator_append(step: &mut IdedExpr, accu_var: &str) {
+    let Expr::Call(c) = &mut step.expr else {
+        return;
+    };
+    if c.func_name == operators::CONDITIONAL {
+        for branch in &mut c.args {
+            unwrap_accumulator_append(branch, accu_var);
+        }
+        return;
+    }
+    let is_append = c.func_name == hidden::ADD
+        && matches!(c.args.as_slice(), [a, b]
+            if matches!(&a.expr, Expr::Ident(n) if n == accu_var)
+                && matches!(b.expr, Expr::List(_)));
+    if is_append {
+        c.func_name = operators::ADD.to_string();
     }
 }
 

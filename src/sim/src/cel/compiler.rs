@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kube_cel::cel::Value;
 use kube_cel::cel::common::ast::IdedExpr;
@@ -211,11 +211,13 @@ impl SelectorCompiler {
 
     fn compile_on_enough_stack(&self, expression: &str) -> Result<CompiledSelector, CelError> {
         let mut program = parse(expression)?;
-        checker::check(&mut program, self.decls).map_err(|m| CelError::compile(expression, m))?;
+        let uses_device = checker::check(&mut program, self.decls)
+            .map_err(|m| CelError::compile(expression, m))?;
         Ok(CompiledSelector {
             expression: expression.to_string(),
             program,
             refuse_list_attributes: self.refuse_list_attributes,
+            constant: (!uses_device).then(OnceLock::new),
         })
     }
 }
@@ -226,6 +228,9 @@ pub struct CompiledSelector {
     expression: String,
     program: IdedExpr,
     refuse_list_attributes: bool,
+    /// For an expression that never reads `device`: its one verdict,
+    /// computed on first use (every device would get the same).
+    constant: Option<OnceLock<Result<bool, CelError>>>,
 }
 
 impl CompiledSelector {
@@ -255,6 +260,13 @@ impl CompiledSelector {
                 format!("attribute {name}: unsupported attribute value"),
             ));
         }
+        if let Some(verdict) = &self.constant {
+            return verdict.get_or_init(|| self.evaluate(device)).clone();
+        }
+        self.evaluate(device)
+    }
+
+    fn evaluate(&self, device: &CelDevice) -> Result<bool, CelError> {
         reset_budget();
         let outcome = stacker::maybe_grow(EVAL_STACK, 2 * EVAL_STACK, || {
             catch_unwind(AssertUnwindSafe(|| {

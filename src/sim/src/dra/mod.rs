@@ -39,6 +39,7 @@ mod compat_groups;
 mod constraints;
 mod device_taints;
 mod diagnose;
+mod feasibility;
 mod inventory;
 mod model;
 mod node_selector;
@@ -55,7 +56,7 @@ mod tests;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
-pub use catalog::DraCatalog;
+pub use catalog::{DraCatalog, TIMED_OUT};
 pub use node_selector::ParsedNodeSelector;
 pub use state::{AllocatedState, DeviceId};
 
@@ -107,6 +108,8 @@ pub struct AllocatorStats {
     pub allocate_calls: u64,
     /// Search steps (upstream's `NumAllocateOneInvocations`).
     pub allocate_one_invocations: u64,
+    /// Calls answered "no allocation" by counting, without a search.
+    pub proven_infeasible: u64,
 }
 
 /// The allocator's view of the feature gates (upstream `Features`).
