@@ -42,10 +42,8 @@ mod diagnose;
 mod feasibility;
 mod inventory;
 mod model;
-mod node_selector;
 mod pool_state;
 mod pools;
-pub mod quantity;
 mod requests;
 mod results;
 mod search;
@@ -56,8 +54,9 @@ mod tests;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
+pub use crate::quantity;
+pub use crate::selectors::ParsedNodeSelector;
 pub use catalog::{DraCatalog, TIMED_OUT};
-pub use node_selector::ParsedNodeSelector;
 pub use state::{AllocatedState, DeviceId};
 
 use crate::gates::FeatureGates;
