@@ -888,3 +888,115 @@ pub mod mixed {
         }
     }
 }
+
+/// `kubectl get pods -A -o yaml` of `n` running pods, as kubectl prints them
+/// (a `kind: List` with metadata, managed fields, spec, status): the shape of
+/// a real snapshot, ~2 KB of YAML a pod.
+#[must_use]
+pub fn kubectl_pods_yaml(n: usize) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("apiVersion: v1\nitems:\n");
+    for i in 0..n {
+        let ns = format!("team-{}", i % 40);
+        let _ = write!(
+            out,
+            r#"- apiVersion: v1
+  kind: Pod
+  metadata:
+    annotations:
+      kubectl.kubernetes.io/restartedAt: "2026-11-30T10:00:00Z"
+    creationTimestamp: "2026-11-30T10:{m:02}:{s:02}Z"
+    generateName: worker-{rs}-
+    labels:
+      app: worker
+      pod-template-hash: {rs}
+      team: "{team}"
+    name: worker-{rs}-{i:06}
+    namespace: {ns}
+    ownerReferences:
+    - apiVersion: apps/v1
+      blockOwnerDeletion: true
+      controller: true
+      kind: ReplicaSet
+      name: worker-{rs}
+      uid: 4b1f0c3e-0000-4000-8000-{i:012}
+    resourceVersion: "{rv}"
+    uid: 9a1e2b3c-0000-4000-8000-{i:012}
+  spec:
+    containers:
+    - image: registry.example.com/worker:1.2.3
+      imagePullPolicy: IfNotPresent
+      name: worker
+      ports:
+      - containerPort: 8080
+        name: http
+        protocol: TCP
+      resources:
+        limits:
+          memory: 2Gi
+        requests:
+          cpu: 500m
+          memory: 1Gi
+      terminationMessagePath: /dev/termination-log
+      terminationMessagePolicy: File
+      volumeMounts:
+      - mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+        name: kube-api-access-{i:06}
+        readOnly: true
+    dnsPolicy: ClusterFirst
+    enableServiceLinks: true
+    nodeName: node-{node:05}
+    preemptionPolicy: PreemptLowerPriority
+    priority: 0
+    restartPolicy: Always
+    schedulerName: default-scheduler
+    securityContext: {{}}
+    serviceAccount: default
+    serviceAccountName: default
+    terminationGracePeriodSeconds: 30
+    tolerations:
+    - effect: NoExecute
+      key: node.kubernetes.io/not-ready
+      operator: Exists
+      tolerationSeconds: 300
+    - effect: NoExecute
+      key: node.kubernetes.io/unreachable
+      operator: Exists
+      tolerationSeconds: 300
+    volumes:
+    - name: kube-api-access-{i:06}
+      projected:
+        defaultMode: 420
+        sources:
+        - serviceAccountToken:
+            expirationSeconds: 3607
+            path: token
+  status:
+    conditions:
+    - lastProbeTime: null
+      lastTransitionTime: "2026-11-30T10:00:01Z"
+      status: "True"
+      type: PodScheduled
+    - lastProbeTime: null
+      lastTransitionTime: "2026-11-30T10:00:05Z"
+      status: "True"
+      type: Ready
+    hostIP: 10.0.{a}.{b}
+    phase: Running
+    podIP: 10.1.{a}.{b}
+    qosClass: Burstable
+    startTime: "2026-11-30T10:00:01Z"
+"#,
+            m = (i / 60) % 60,
+            s = i % 60,
+            rs = format!("{:010x}", i / 10),
+            team = i % 40,
+            rv = 100_000 + i,
+            node = i / 25,
+            a = (i / 250) % 250,
+            b = i % 250,
+        );
+    }
+    out.push_str("kind: List\nmetadata:\n  resourceVersion: \"\"\n");
+    out
+}

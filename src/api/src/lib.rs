@@ -22,7 +22,7 @@ pub mod validate;
 pub use crdgen::{CrdGenError, crd, crd_yaml};
 pub use new_node::{NewNode, SLICE_NODE_LABEL, new_node, new_node_label};
 pub use nodegroup::{
-    CapacityType, LastScaleUp, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec, NodeGroupStatus,
-    NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UpcomingNode,
+    CapacityType, LastScaleUp, NODE_GROUP_API_VERSION, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec,
+    NodeGroupStatus, NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UpcomingNode,
 };
 pub use validate::{InvalidNodeGroup, ValidationError};

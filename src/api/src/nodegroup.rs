@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 /// Label every Node started for a node group carries; its value is the node group's name.
 pub const NODE_GROUP_LABEL: &str = "dra-autoscaler.io/node-group";
 
+/// The one `apiVersion` the NodeGroup CRD serves (the derive below must agree;
+/// a test pins it).
+pub const NODE_GROUP_API_VERSION: &str = "dra-autoscaler.io/v1alpha1";
+
 /// A pool of identical machines the autoscaler may grow and shrink.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
@@ -227,4 +231,15 @@ pub struct UpcomingNode {
     pub name: String,
     /// When the machine was requested.
     pub requested_at: Time,
+}
+
+#[cfg(test)]
+mod api_version_tests {
+    #[test]
+    fn the_constant_is_the_derived_api_version() {
+        assert_eq!(
+            <super::NodeGroup as kube::Resource>::api_version(&()),
+            super::NODE_GROUP_API_VERSION
+        );
+    }
 }

@@ -42,6 +42,15 @@ impl SimulateOutput {
             SimulateOutput::Plan(r) => serde_json::to_value(r),
         }
     }
+
+    /// The report as `-o text` prints it.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        match self {
+            SimulateOutput::Pods(r) => r.to_text(),
+            SimulateOutput::Plan(r) => r.to_text(),
+        }
+    }
 }
 
 /// Flags of `simulate`.
@@ -56,8 +65,22 @@ pub struct SimulateArgs {
     )]
     pub kubernetes_version: String,
 
+    /// The DynamicResources plugin's `filterTimeout`: how long kube-scheduler
+    /// lets one pod's device allocation on one node run (with the
+    /// `DRASchedulerFilterTimeout` gate, on since 1.34) before it reports the
+    /// node as "timed out trying to allocate devices". Simulated as a work
+    /// bound (1,000 search steps per millisecond); `0s` disables it.
+    #[arg(long, env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT", default_value = "10s")]
+    pub dra_filter_timeout: SignedDuration,
+
     /// Feature gates on top of the version's defaults, as kube-scheduler takes
     /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`.
+    /// Known gates: DRAAdminAccess, DRAPrioritizedList, DRAPartitionableDevices,
+    /// DRADeviceTaints, DRADeviceTaintRules, DRADeviceBindingConditions,
+    /// DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
+    /// DRAFractionalCapacityRange, DRAListTypeAttributes, DRAExtendedResource,
+    /// DRADeviceCompatibilityGroups, DRAOptionalNodeOperations, GenericWorkload,
+    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout.
     #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
     pub feature_gates: String,
 
@@ -104,6 +127,9 @@ impl SimulateArgs {
         gates
             .apply_flag(&self.feature_gates)
             .context("--feature-gates")?;
+        gates
+            .set_dra_filter_timeout(self.dra_filter_timeout)
+            .context("--dra-filter-timeout")?;
         Ok(gates)
     }
 
@@ -149,7 +175,11 @@ impl SimulateArgs {
             loader.keep_kind(group, kind);
         }
         let loaded = input::load(&self.paths, loader)?;
-        let note = loaded.skipped_note();
+        let notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let note = (!notes.is_empty()).then(|| notes.join("\nnote: "));
         let has_groups = loaded.objects.extra.iter().any(|o| o.kind == "NodeGroup");
         let output = if has_groups {
             SimulateOutput::Plan(dra_plan::plan(loaded.objects, gates, &options))
@@ -176,8 +206,7 @@ impl SimulateArgs {
             (OutputFormat::Json, SimulateOutput::Plan(r)) => {
                 serde_json::to_string_pretty(r)? + "\n"
             }
-            (OutputFormat::Text, SimulateOutput::Pods(r)) => r.to_text(),
-            (OutputFormat::Text, SimulateOutput::Plan(r)) => r.to_text(),
+            (OutputFormat::Text, report) => report.to_text(),
         };
         std::io::stdout()
             .lock()

@@ -54,6 +54,13 @@ pub struct RunArgs {
     #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
     pub feature_gates: String,
 
+    /// The DynamicResources plugin's `filterTimeout` as your scheduler has it
+    /// (upstream default 10s; `0s` disables): one pod's device allocation on
+    /// one candidate node stops there and the node counts as "timed out trying
+    /// to allocate devices", so one pathological claim never stalls a plan.
+    #[arg(long, env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT", default_value = "10s")]
+    pub dra_filter_timeout: SignedDuration,
+
     /// How often to plan even when no pod became unschedulable. Shorter reacts
     /// faster to capacity freed elsewhere at the cost of CPU.
     #[arg(long, env = "DRA_AUTOSCALER_SCAN_INTERVAL", default_value = "10s")]

@@ -140,6 +140,9 @@ async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<
     gates
         .apply_flag(&args.feature_gates)
         .context("--feature-gates")?;
+    gates
+        .set_dra_filter_timeout(args.dra_filter_timeout)
+        .context("--dra-filter-timeout")?;
     tracing::info!(kubernetes = %version, "modelling kube-scheduler");
     Ok(gates)
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use dra_api::{CapacityType, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec};
+use dra_api::{CapacityType, NODE_GROUP_API_VERSION, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec};
 use dra_sim::objects::ExtraObject;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -79,6 +79,14 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
             origin: obj.origin.to_string(),
             error,
         };
+        // The CRD serves v1alpha1 only; the API server refuses other versions.
+        if obj.api_version != NODE_GROUP_API_VERSION {
+            errors.push(error(format!(
+                "apiVersion {}: the NodeGroup CRD serves only {NODE_GROUP_API_VERSION}",
+                obj.api_version
+            )));
+            continue;
+        }
         let parsed: Result<NodeGroup, _> = serde_path_to_error::deserialize(obj.value.clone());
         let group = match parsed {
             Ok(group) => group,

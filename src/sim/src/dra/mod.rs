@@ -39,6 +39,7 @@ mod compat_groups;
 mod constraints;
 mod device_taints;
 mod diagnose;
+mod feasibility;
 mod inventory;
 mod model;
 mod pool_state;
@@ -55,7 +56,7 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
 pub use crate::quantity;
 pub use crate::selectors::ParsedNodeSelector;
-pub use catalog::DraCatalog;
+pub use catalog::{DraCatalog, TIMED_OUT};
 pub use state::{AllocatedState, DeviceId};
 
 use crate::gates::FeatureGates;
@@ -106,6 +107,8 @@ pub struct AllocatorStats {
     pub allocate_calls: u64,
     /// Search steps (upstream's `NumAllocateOneInvocations`).
     pub allocate_one_invocations: u64,
+    /// Calls answered "no allocation" by counting, without a search.
+    pub proven_infeasible: u64,
 }
 
 /// Which of upstream's three allocator implementations the scheduler runs.
