@@ -81,6 +81,16 @@ pub fn group_id(scope: &Scope, name: &str) -> String {
     format!("{}/{name}", scope.name())
 }
 
+/// The `NodeGroup` object name of a group (`us-central1-a/gpu` → `gpu-us-central1-a`): ids hold
+/// a `/`, which object names and label values cannot.
+#[must_use]
+pub fn object_name(id: &str) -> String {
+    match id.split_once('/') {
+        Some((location, name)) => format!("{name}-{location}"),
+        None => id.to_owned(),
+    }
+}
+
 /// Parses a group id into the MIG's scope and name: a name with a letter suffix after its last
 /// `-` (`us-central1-a`) is a zone, otherwise a region.
 #[must_use]

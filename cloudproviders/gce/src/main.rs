@@ -51,20 +51,13 @@ enum Command {
     PrintNodegroups,
 }
 
-/// A NodeGroup name for a group id (`us-central1-a/gpu` → `gpu-us-central1-a`).
-fn object_name(id: &str) -> String {
-    match id.split_once('/') {
-        Some((location, name)) => format!("{name}-{location}"),
-        None => id.to_owned(),
-    }
-}
-
 fn nodegroups_yaml(
     specs: &std::collections::BTreeMap<String, dra_api::NodeGroupSpec>,
 ) -> anyhow::Result<String> {
     let mut out = String::new();
     for (id, spec) in specs {
-        let object = dra_api::NodeGroup::new(&object_name(id), spec.clone());
+        let object =
+            dra_api::NodeGroup::new(&dra_provider_gce::groups::object_name(id), spec.clone());
         out.push_str("---\n");
         out.push_str(&serde_saphyr::to_string(&object).context("rendering NodeGroup YAML")?);
     }

@@ -307,11 +307,11 @@ impl GceProvider {
             .get(id)
             .cloned()
             .unwrap_or_default();
-        out.extend(
-            failed
-                .into_iter()
-                .filter(|f| !out.iter().any(|o| o.id == f.id)),
-        );
+        let failed: Vec<InstanceDetails> = failed
+            .into_iter()
+            .filter(|f| !out.iter().any(|o| o.id == f.id))
+            .collect();
+        out.extend(failed);
         Ok(out)
     }
 }
@@ -337,10 +337,12 @@ impl CloudProvider for GceProvider {
     ) -> Result<Option<NodeGroupRef>, ProviderError> {
         self.inner.ensure_groups(false).await?;
         let groups = self.inner.groups.lock().await;
-        if let Some(g) = node
-            .labels
-            .get(NODE_GROUP_LABEL)
-            .and_then(|g| groups.good.get(g))
+        // The label holds the NodeGroup object's name: the id, or its `object_name`.
+        if let Some(label) = node.labels.get(NODE_GROUP_LABEL)
+            && let Some(g) = groups
+                .good
+                .values()
+                .find(|g| &g.id == label || &crate::groups::object_name(&g.id) == label)
         {
             return Ok(Some(group_ref(g)));
         }

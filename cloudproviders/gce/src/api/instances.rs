@@ -145,7 +145,7 @@ impl Gce {
         value: &str,
     ) -> Result<Vec<TrackedInstance>, ProviderError> {
         let mut out = self
-            .call("instances.aggregatedList", || async {
+            .call("instances.aggregatedList", || async move {
                 let mut pages = self
                     .instances
                     .aggregated_list()

@@ -227,7 +227,7 @@ impl Gce {
     /// # Errors
     /// The API's error.
     pub async fn list_migs(&self) -> Result<Vec<MigInfo>, ProviderError> {
-        self.call("instanceGroupManagers.aggregatedList", || async {
+        self.call("instanceGroupManagers.aggregatedList", || async move {
             let mut pages = self
                 .migs
                 .aggregated_list()
@@ -331,26 +331,29 @@ impl Gce {
     ) -> Result<Vec<ManagedInstanceInfo>, ProviderError> {
         match scope {
             Scope::Zone(zone) => {
-                self.call("instanceGroupManagers.listManagedInstances", || async {
-                    let mut pages = self
-                        .migs
-                        .list_managed_instances()
-                        .set_project(&self.project)
-                        .set_zone(zone)
-                        .set_instance_group_manager(name)
-                        .by_page();
-                    let mut out = Vec::new();
-                    while let Some(page) = pages.next().await {
-                        out.extend(page?.managed_instances.iter().map(managed));
-                    }
-                    Ok(out)
-                })
+                self.call(
+                    "instanceGroupManagers.listManagedInstances",
+                    || async move {
+                        let mut pages = self
+                            .migs
+                            .list_managed_instances()
+                            .set_project(&self.project)
+                            .set_zone(zone)
+                            .set_instance_group_manager(name)
+                            .by_page();
+                        let mut out = Vec::new();
+                        while let Some(page) = pages.next().await {
+                            out.extend(page?.managed_instances.iter().map(managed));
+                        }
+                        Ok(out)
+                    },
+                )
                 .await
             }
             Scope::Region(region) => {
                 self.call(
                     "regionInstanceGroupManagers.listManagedInstances",
-                    || async {
+                    || async move {
                         let mut pages = self
                             .region_migs
                             .list_managed_instances()

@@ -208,7 +208,7 @@ impl Gce {
     /// The API's error.
     pub async fn reservations(&self) -> Result<Vec<ReservationInfo>, ProviderError> {
         let mut out = self
-            .call("reservations.aggregatedList", || async {
+            .call("reservations.aggregatedList", || async move {
                 let mut pages = self
                     .reservations
                     .aggregated_list()
@@ -233,7 +233,7 @@ impl Gce {
     /// The API's error.
     pub async fn future_reservations(&self) -> Result<Vec<FutureReservationInfo>, ProviderError> {
         let mut out = self
-            .call("futureReservations.aggregatedList", || async {
+            .call("futureReservations.aggregatedList", || async move {
                 let mut pages = self
                     .future_reservations
                     .aggregated_list()

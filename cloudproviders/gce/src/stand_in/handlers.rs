@@ -9,7 +9,7 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::world::{BulkScript, Mig, ResizeScript, Vm, World, url};
+use super::world::{BulkScript, Managed, Mig, Request, ResizeScript, Vm, World, url};
 
 type Shared = Arc<Mutex<World>>;
 
@@ -85,6 +85,26 @@ fn mig_json(project: &str, m: &Mig) -> Value {
     })
 }
 
+fn managed_json(project: &str, x: &Managed) -> Value {
+    let mut v = json!({
+        "instance": url(project, &format!("zones/{}/instances/{}", x.zone, x.name)),
+        "name": x.name,
+        "currentAction": x.action,
+    });
+    if !x.status.is_empty() {
+        v["instanceStatus"] = json!(x.status);
+    }
+    if !x.errors.is_empty() {
+        let errors: Vec<Value> = x
+            .errors
+            .iter()
+            .map(|(c, msg)| json!({"code": c, "message": msg}))
+            .collect();
+        v["lastAttempt"] = json!({"errors": {"errors": errors}});
+    }
+    v
+}
+
 fn vm_json(project: &str, v: &Vm) -> Value {
     json!({"kind": "compute#instance", "name": v.name, "zone": url(project, &format!("zones/{}", v.zone)),
         "status": v.status, "labels": v.labels, "creationTimestamp": "2026-11-30T10:00:00.000-08:00"})
@@ -150,9 +170,6 @@ pub(super) async fn handle(
                 ),
             }
         }
-        (Method::POST, [kind, location, "instanceGroupManagers", name, action]) => {
-            mig_action(&mut w, kind, location, name, action, &uri, &body)
-        }
         (
             _,
             [
@@ -164,6 +181,9 @@ pub(super) async fn handle(
                 rest @ ..,
             ],
         ) => resize_requests(&mut w, &method, kind, location, name, rest, &body),
+        (Method::POST, [kind, location, "instanceGroupManagers", name, action]) => {
+            mig_action(&mut w, kind, location, name, action, &uri, &body)
+        }
         (
             Method::GET,
             ["global", "instanceTemplates", name] | ["regions", _, "instanceTemplates", name],
@@ -282,7 +302,7 @@ fn scoped(resources: &[Value], field: &str) -> BTreeMap<String, Value> {
 fn next_name(m: &Mig, zone: &str) -> String {
     (0..)
         .map(|i| format!("{}-{i:04}", m.base))
-        .find(|n| !m.managed.iter().any(|x| &x.0 == n && x.1 == zone))
+        .find(|n| !m.managed.iter().any(|x| &x.name == n && x.zone == zone))
         .unwrap_or_default()
 }
 
@@ -314,11 +334,19 @@ fn mig_action(
             let zone = m.zones.first().cloned().unwrap_or_default();
             while i64::try_from(m.managed.len()).unwrap_or(0) < size {
                 let n = next_name(m, &zone);
-                match &resize_error {
-                    // The MIG keeps the instance and retries; its last attempt carries the error.
-                    Some(code) => m.managed.push((n, zone.clone(), "CREATING".into(), String::new(), vec![(code.clone(), format!("The zone '{zone}' does not have enough resources available to fulfill the request."))])),
-                    None => m.managed.push((n, zone.clone(), "NONE".into(), "RUNNING".into(), Vec::new())),
+                let mut vm = Managed::new(&n, &zone, "NONE", "RUNNING");
+                // The MIG keeps the instance and retries; its last attempt carries the error.
+                if let Some(code) = &resize_error {
+                    vm.action = "CREATING".into();
+                    vm.status = String::new();
+                    vm.errors = vec![(
+                        code.clone(),
+                        format!(
+                            "The zone '{zone}' does not have enough resources available to fulfill the request."
+                        ),
+                    )];
                 }
+                m.managed.push(vm);
             }
             while i64::try_from(m.managed.len()).unwrap_or(0) > size {
                 m.managed.pop();
@@ -327,16 +355,11 @@ fn mig_action(
             reply(StatusCode::OK, op)
         }
         "listManagedInstances" => {
-            let list: Vec<Value> = m.managed.iter().map(|(n, zone, action, status, errors)| {
-                let mut v = json!({"instance": url(&project, &format!("zones/{zone}/instances/{n}")), "name": n, "currentAction": action});
-                if !status.is_empty() {
-                    v["instanceStatus"] = json!(status);
-                }
-                if !errors.is_empty() {
-                    v["lastAttempt"] = json!({"errors": {"errors": errors.iter().map(|(c, msg)| json!({"code": c, "message": msg})).collect::<Vec<_>>()}});
-                }
-                v
-            }).collect();
+            let list: Vec<Value> = m
+                .managed
+                .iter()
+                .map(|x| managed_json(&project, x))
+                .collect();
             reply(StatusCode::OK, json!({"managedInstances": list}))
         }
         "deleteInstances" => {
@@ -352,7 +375,7 @@ fn mig_action(
                 })
                 .unwrap_or_default();
             let before = m.managed.len();
-            m.managed.retain(|x| !names.contains(&x.0));
+            m.managed.retain(|x| !names.contains(&x.name));
             m.target_size -= i64::try_from(before - m.managed.len()).unwrap_or(0);
             let op = w.operation(
                 &scope,
@@ -422,19 +445,20 @@ fn resize_requests(
                 } else {
                     ("CREATING", "")
                 };
-                m.managed.push((
-                    n.clone(),
-                    zone.clone(),
-                    action.into(),
-                    status.into(),
-                    Vec::new(),
-                ));
+                m.managed.push(Managed::new(&n, &zone, action, status));
                 names.push(n);
             }
             m.target_size += count;
             m.requests.insert(
                 request,
-                (count, state.into(), polls, end.into(), code, names),
+                Request {
+                    count,
+                    state: state.into(),
+                    polls_left: polls,
+                    end_state: end.into(),
+                    code,
+                    instances: names,
+                },
             );
             let op = w.operation(
                 &scope,
@@ -451,33 +475,33 @@ fn resize_requests(
                     &format!("resize request {request} not found"),
                 );
             };
-            if r.1 == "ACCEPTED" {
-                if r.2 == 0 {
-                    r.1 = r.3.clone();
-                    let names = r.5.clone();
-                    let failed = r.1 == "FAILED";
-                    let count = r.0;
+            if r.state == "ACCEPTED" {
+                if r.polls_left == 0 {
+                    r.state = r.end_state.clone();
+                    let names = r.instances.clone();
+                    let failed = r.state == "FAILED";
+                    let count = r.count;
                     if failed {
                         // GCE removes the VMs a failed request had created.
-                        m.managed.retain(|x| !names.contains(&x.0));
+                        m.managed.retain(|x| !names.contains(&x.name));
                         m.target_size -= count;
                     } else {
-                        for x in m.managed.iter_mut().filter(|x| names.contains(&x.0)) {
-                            x.2 = "NONE".into();
-                            x.3 = "RUNNING".into();
+                        for x in m.managed.iter_mut().filter(|x| names.contains(&x.name)) {
+                            x.action = "NONE".into();
+                            x.status = "RUNNING".into();
                         }
                     }
                 } else {
-                    r.2 -= 1;
+                    r.polls_left -= 1;
                 }
             }
             let Some(r) = m.requests.get(*request) else {
                 return error(StatusCode::NOT_FOUND, "notFound", "gone");
             };
-            let mut v = json!({"kind": "compute#instanceGroupManagerResizeRequest", "name": request, "resizeBy": r.0, "state": r.1});
-            if r.1 == "FAILED" {
-                v["status"] = json!({"error": {"errors": [{"code": r.4, "message": "The zone does not have enough resources available to fulfill the request."}]}});
-            } else if r.1 == "ACCEPTED" {
+            let mut v = json!({"kind": "compute#instanceGroupManagerResizeRequest", "name": request, "resizeBy": r.count, "state": r.state});
+            if r.state == "FAILED" {
+                v["status"] = json!({"error": {"errors": [{"code": r.code, "message": "The zone does not have enough resources available to fulfill the request."}]}});
+            } else if r.state == "ACCEPTED" {
                 v["status"] = json!({"lastAttempt": {"error": {"errors": [{"code": "ZONE_RESOURCE_POOL_EXHAUSTED", "message": "waiting for capacity"}]}}});
             }
             reply(StatusCode::OK, v)
@@ -490,17 +514,17 @@ fn resize_requests(
                     &format!("resize request {request} not found"),
                 );
             };
-            if r.1 != "ACCEPTED" {
+            if r.state != "ACCEPTED" {
                 return error(
                     StatusCode::BAD_REQUEST,
                     "conditionNotMet",
                     "only an ACCEPTED resize request can be cancelled",
                 );
             }
-            r.1 = "CANCELLED".into();
-            let names = r.5.clone();
-            let count = r.0;
-            m.managed.retain(|x| !names.contains(&x.0));
+            r.state = "CANCELLED".into();
+            let names = r.instances.clone();
+            let count = r.count;
+            m.managed.retain(|x| !names.contains(&x.name));
             m.target_size -= count;
             let op = w.operation(
                 &scope,

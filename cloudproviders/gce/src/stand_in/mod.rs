@@ -13,7 +13,7 @@ mod world;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-pub use world::{BulkScript, Mig, ResizeScript, Vm, World};
+pub use world::{BulkScript, Managed, Mig, Request, ResizeScript, Vm, World};
 
 /// A running stand-in.
 #[derive(Debug)]
@@ -53,7 +53,6 @@ impl StandIn {
     ///
     /// # Panics
     /// When a handler panicked while holding it (a bug in the stand-in).
-    #[must_use]
     pub fn world(&self) -> std::sync::MutexGuard<'_, World> {
         self.world
             .lock()

@@ -30,6 +30,52 @@ pub enum ResizeScript {
     AcceptThenSucceed(u32),
 }
 
+/// A managed instance of a MIG.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Managed {
+    /// Instance name.
+    pub name: String,
+    /// Its zone.
+    pub zone: String,
+    /// `currentAction` (`NONE`, `CREATING`, ...).
+    pub action: String,
+    /// `instanceStatus`; empty while it has no VM.
+    pub status: String,
+    /// `lastAttempt.errors`: (code, message).
+    pub errors: Vec<(String, String)>,
+}
+
+impl Managed {
+    /// A managed instance with the given action and status and no errors.
+    #[must_use]
+    pub fn new(name: &str, zone: &str, action: &str, status: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            zone: zone.to_owned(),
+            action: action.to_owned(),
+            status: status.to_owned(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+/// A resize request of a MIG.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Request {
+    /// `resizeBy`.
+    pub count: i64,
+    /// Current state.
+    pub state: String,
+    /// Reads left before it leaves ACCEPTED.
+    pub polls_left: u32,
+    /// The state it ends in.
+    pub end_state: String,
+    /// Error code when it ends FAILED.
+    pub code: String,
+    /// Its instances' names.
+    pub instances: Vec<String>,
+}
+
 /// A managed instance group.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Mig {
@@ -47,10 +93,10 @@ pub struct Mig {
     pub base: String,
     /// Zones of its instances.
     pub zones: Vec<String>,
-    /// Managed instances: (name, zone, currentAction, instanceStatus, lastAttempt errors).
-    pub managed: Vec<(String, String, String, String, Vec<(String, String)>)>,
-    /// Resize requests by name: (count, state, polls left, final state, error code, instances).
-    pub requests: BTreeMap<String, (i64, String, u32, String, String, Vec<String>)>,
+    /// Managed instances.
+    pub managed: Vec<Managed>,
+    /// Resize requests by name.
+    pub requests: BTreeMap<String, Request>,
     /// An autoscaler owns it.
     pub autoscaled: bool,
 }
@@ -162,12 +208,11 @@ impl World {
             ..Mig::default()
         };
         for i in 0..size {
-            mig.managed.push((
-                format!("{name}-{i:04}"),
-                zone.to_owned(),
-                "NONE".into(),
-                "RUNNING".into(),
-                Vec::new(),
+            mig.managed.push(Managed::new(
+                &format!("{name}-{i:04}"),
+                zone,
+                "NONE",
+                "RUNNING",
             ));
         }
         mig.target_size = size;
