@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use dra_api::NodeTemplate;
 use dra_api::new_node::{ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, REGION_LABEL, ZONE_LABEL};
+use dra_sim::quantity::{Amount, NANO_PER_MILLI, Value};
 use k8s_openapi::api::resource::v1::ResourceSliceSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube_quantity::ParsedQuantity;
 
 use crate::nvidia::{self, GpuDevices, GpuProduct};
 use crate::options::{
@@ -67,11 +67,10 @@ pub enum TemplateError {
     },
 }
 
-fn parse(field: &str, q: &Quantity) -> Result<f64, TemplateError> {
-    ParsedQuantity::try_from(q)
-        .ok()
-        .and_then(|p| p.to_bytes_f64())
-        .ok_or_else(|| TemplateError::Quantity {
+fn parse(field: &str, q: &Quantity) -> Result<Amount, TemplateError> {
+    Value::from_quantity(q)
+        .map(|v| v.amount)
+        .map_err(|_| TemplateError::Quantity {
             field: field.to_owned(),
             value: q.0.clone(),
         })
@@ -118,7 +117,7 @@ fn reserved(
     }
     add(&mut out, "systemReserved", &options.system_reserved)?;
     out.memory += match &options.eviction_hard_memory {
-        Some(q) => to_u64(parse("evictionHardMemory", q)?),
+        Some(q) => to_u64(parse("evictionHardMemory", q)?.ceil_units()),
         None => match platform {
             Platform::Eks => eks::EVICTION_HARD_MEMORY_MIB * MIB,
             Platform::Gke => gke::EVICTION_HARD_MEMORY_MIB * MIB,
@@ -132,9 +131,10 @@ fn reserved(
     Ok(out)
 }
 
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-fn to_u64(value: f64) -> u64 {
-    value.max(0.0).round() as u64
+/// Whole units (or milli-units), rounded up as the kubelet's `Value()` and
+/// `MilliValue()` round; negative amounts count as zero.
+fn to_u64(value: i128) -> u64 {
+    u64::try_from(value.max(0)).unwrap_or(u64::MAX)
 }
 
 fn add(
@@ -145,9 +145,9 @@ fn add(
     for (name, q) in map {
         let value = parse(&format!("{what}.{name}"), q)?;
         match name.as_str() {
-            "cpu" => out.cpu_millis += to_u64(value * 1000.0),
-            "memory" => out.memory += to_u64(value),
-            "ephemeral-storage" => out.ephemeral += to_u64(value),
+            "cpu" => out.cpu_millis += to_u64(value.ceil_scaled(NANO_PER_MILLI)),
+            "memory" => out.memory += to_u64(value.ceil_units()),
+            "ephemeral-storage" => out.ephemeral += to_u64(value.ceil_units()),
             _ => {}
         }
     }
@@ -289,8 +289,12 @@ fn memory_capacity(
                 reason: format!("{overhead} is not in [0, 1)"),
             });
         }
-        #[allow(clippy::cast_precision_loss)]
-        let overhead_mib = to_u64((shape.memory_mib as f64 * overhead).ceil());
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let overhead_mib = (shape.memory_mib as f64 * overhead).ceil().max(0.0) as u64;
         Ok(shape.memory_mib.saturating_sub(overhead_mib) * MIB)
     };
     match (platform, options.vm_memory_overhead_percent) {

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use dra_sim::report::Outcome;
 use dra_sim::snapshot::PodClaims;
 
-use super::{Attempt, Placement, Planner, ScaleUps, api_name};
-use crate::gang::{Gang, GangApi};
+use super::{Attempt, Placement, Planner, ScaleUps};
+use crate::gang::{Gang, GangApi, GangRef};
 use crate::report::{GangOutcome, PlanReport, PodGroupReport};
 
 impl Planner<'_> {
@@ -36,7 +36,7 @@ impl Planner<'_> {
         }
         let batch = Gang {
             api: GangApi::Single,
-            name: String::new(),
+            name: GangRef::default(),
             min_count: 0,
             pending: singles
                 .iter()
@@ -91,7 +91,7 @@ impl Planner<'_> {
             .iter()
             .map(|p| (p.pod_index, p))
             .collect();
-        let mut nodes_per_group: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        let mut nodes_per_group: BTreeMap<usize, BTreeSet<GangRef>> = BTreeMap::new();
         for (&g, &count) in &attempt.new_nodes {
             self.used[g] += count;
             scale_ups.entry(g).or_insert((0, BTreeSet::new(), 0)).0 += count;
@@ -148,8 +148,8 @@ impl Planner<'_> {
                     }
                 };
                 report.pod_groups.push(PodGroupReport {
-                    pod_group: name,
-                    api: api_name(GangApi::Single).to_string(),
+                    pod_group: GangRef::object(name),
+                    api: GangApi::Single,
                     outcome,
                     min_count: 1,
                     members: vec![self.name(pod_index)],
