@@ -387,6 +387,24 @@ fn chart_lints_and_renders_every_value_set() {
                     Some("fake=http://rel-dra-autoscaler-fake-provider.dra-system.svc:8086")
                 );
             }
+            "gce-provider-values.yaml" => {
+                assert_eq!(
+                    rendered.kinds.get("Deployment"),
+                    Some(&2),
+                    "controller and GCE provider"
+                );
+                assert_eq!(
+                    rendered
+                        .controller_env
+                        .get("DRA_AUTOSCALER_PROVIDERS")
+                        .map(String::as_str),
+                    Some("gce=http://rel-dra-autoscaler-gce-provider.dra-system.svc:8086")
+                );
+                assert!(
+                    text.contains("iam.gke.io/gcp-service-account"),
+                    "the provider's ServiceAccount carries the Workload Identity annotation"
+                );
+            }
             "dry-run-values.yaml" => {
                 assert!(rendered.args.dry_run);
                 assert_eq!(rendered.kinds.get("ClusterRole"), None, "rbac.create=false");
@@ -396,5 +414,5 @@ fn chart_lints_and_renders_every_value_set() {
         }
         seen.insert(values);
     }
-    assert_eq!(seen.len(), 4);
+    assert_eq!(seen.len(), 5);
 }
