@@ -161,10 +161,10 @@ impl Gce {
     /// # Errors
     /// [`ProviderError::Internal`] when a client cannot be created (no credentials found).
     pub async fn connect(project: &str, connection: Connection) -> Result<Self, ProviderError> {
-        // google-cloud's `default-rustls-provider` turns on rustls' aws-lc-rs back end, the rest
-        // of the workspace (tonic, kube) its ring one; with both compiled in, rustls cannot pick
-        // a process default by itself and reqwest's TLS setup would panic. Install ring, the
-        // workspace's choice; a no-op when the process has installed one already.
+        // google-cloud-auth's reqwest uses rustls' process-level provider (the crate is built
+        // without its `default-rustls-provider`, see Cargo.toml): install ring, the workspace's
+        // choice, so it never depends on which rustls back ends a build happens to enable. A
+        // no-op when the process has installed one already.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let c = &connection;
         Ok(Self {
