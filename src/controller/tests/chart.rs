@@ -408,6 +408,24 @@ fn chart_lints_and_renders_every_value_set() {
                 );
                 assert!(text.contains("/usr/local/bin/dra-provider-aws"));
             }
+            "gce-provider-values.yaml" => {
+                assert_eq!(
+                    rendered.kinds.get("Deployment"),
+                    Some(&2),
+                    "controller and GCE provider"
+                );
+                assert_eq!(
+                    rendered
+                        .controller_env
+                        .get("DRA_AUTOSCALER_PROVIDERS")
+                        .map(String::as_str),
+                    Some("gce=http://rel-dra-autoscaler-gce-provider.dra-system.svc:8086")
+                );
+                assert!(
+                    text.contains("iam.gke.io/gcp-service-account"),
+                    "the provider's ServiceAccount carries the Workload Identity annotation"
+                );
+            }
             "dry-run-values.yaml" => {
                 assert!(rendered.args.dry_run);
                 assert_eq!(rendered.kinds.get("ClusterRole"), None, "rbac.create=false");
@@ -417,5 +435,5 @@ fn chart_lints_and_renders_every_value_set() {
         }
         seen.insert(values);
     }
-    assert_eq!(seen.len(), 5);
+    assert_eq!(seen.len(), 6);
 }
