@@ -58,7 +58,7 @@ impl KubeWriter {
     /// provider id, the kwok marker and the kubelet's version.
     #[must_use]
     pub fn node_object(group: &GroupConfig, name: &str) -> Node {
-        let mut node = dra_api::new_node(&group.name, &group.spec, name).node;
+        let mut node = dra_api::new_node(&group.node_group, &group.spec, name).node;
         let time = Time(now());
         node.metadata.annotations = Some(BTreeMap::from([(
             "kwok.x-k8s.io/node".to_owned(),
@@ -132,7 +132,8 @@ impl KubeWriter {
         Ok(uid)
     }
 
-    /// Publishes the template's slices for node `name`, as the node's DRA driver would.
+    /// Publishes the template's slices for node `name`, as the node's DRA driver would, while
+    /// `keep_going` says so (it is asked before each create). Returns how many were created.
     ///
     /// # Errors
     /// The API server's error.
@@ -141,15 +142,21 @@ impl KubeWriter {
         group: &GroupConfig,
         name: &str,
         uid: &str,
-    ) -> Result<(), kube::Error> {
-        for mut slice in dra_api::new_node(&group.name, &group.spec, name).slices {
+        keep_going: impl Fn() -> bool,
+    ) -> Result<usize, kube::Error> {
+        let mut created = 0;
+        for mut slice in dra_api::new_node(&group.node_group, &group.spec, name).slices {
+            if !keep_going() {
+                break;
+            }
             slice.metadata.owner_references = Some(vec![owner(name, uid)]);
             match self.slices.create(&PostParams::default(), &slice).await {
+                Ok(_) => created += 1,
                 Err(kube::Error::Api(status)) if status.is_already_exists() => {}
-                other => drop(other?),
+                Err(err) => return Err(err),
             }
         }
-        Ok(())
+        Ok(created)
     }
 
     /// Renews the Lease of node `name` (`renewTime = now`).
@@ -194,7 +201,7 @@ impl KubeWriter {
         )
     }
 
-    /// Nodes this provider owns, as `(group, node name)`.
+    /// Nodes this provider owns, as `(node group label value, node name)`.
     ///
     /// # Errors
     /// The API server's error.

@@ -276,8 +276,42 @@ async fn partial_fulfilment_is_rolled_back() {
         nodes(&h.api).await.is_empty(),
         "the two started nodes are gone again"
     );
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Their slices were due 50 ms after the Nodes: well after the rollback. A publication
+    // racing the rollback would leave them behind with no Node.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(h.client.target_size("gpu").await.unwrap(), 0);
+    assert!(
+        slices(&h.api).await.is_empty(),
+        "no ResourceSlice outlives the rolled-back nodes"
+    );
+    assert!(nodes(&h.api).await.is_empty());
+    let _ = h.stop.send(());
+}
+
+#[tokio::test]
+async fn deleting_a_node_before_its_slices_are_due_leaves_no_slices() {
+    let h = harness("{}").await;
+    h.client.increase_size("gpu", 1).await.unwrap();
+    let node = nodes(&h.api).await.remove(0);
+    let name = node.metadata.name.clone().unwrap();
+    let provider_id = node.spec.unwrap().provider_id.unwrap();
+    h.client
+        .delete_nodes(
+            "gpu",
+            &[dra_provider::NodeRef {
+                name,
+                provider_id,
+                ..Default::default()
+            }],
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(nodes(&h.api).await.is_empty());
+    assert!(
+        slices(&h.api).await.is_empty(),
+        "the pending slices were cancelled"
+    );
     let _ = h.stop.send(());
 }
 
