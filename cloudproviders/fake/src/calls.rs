@@ -355,10 +355,7 @@ impl CloudProvider for FakeProvider {
         request: &AtomicIncrease,
     ) -> Result<Vec<String>, ProviderError> {
         let result = self.atomic(request).await;
-        let args = format!(
-            "count={} minCount={} requestID={}",
-            request.count, request.min_count, request.request_id
-        );
+        let args = format!("count={} minCount={}", request.count, request.min_count);
         match &result {
             Ok(ids) => tracing::info!(
                 call = "AtomicIncreaseSize",

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use dra_api::NODE_GROUP_LABEL;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference, Time};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -77,6 +77,16 @@ impl KubeWriter {
                 info.kubelet_version = "fake".to_owned();
                 info.os_image = "dra-provider-fake".to_owned();
             }
+            status.addresses = Some(vec![
+                NodeAddress {
+                    type_: "InternalIP".to_owned(),
+                    address: internal_ip(name),
+                },
+                NodeAddress {
+                    type_: "Hostname".to_owned(),
+                    address: name.to_owned(),
+                },
+            ]);
         }
         node
     }
@@ -225,6 +235,16 @@ impl KubeWriter {
             })
             .collect())
     }
+}
+
+/// A stable private address for node `name` (the fake has no network; kubectl and pod
+/// statuses show it as the node's and the pods' host IP).
+fn internal_ip(name: &str) -> String {
+    let hash = name.bytes().fold(2_166_136_261_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(16_777_619)
+    });
+    let [_, _, c, d] = hash.to_be_bytes();
+    format!("192.168.{c}.{}", d.max(1))
 }
 
 fn owner(name: &str, uid: &str) -> OwnerReference {

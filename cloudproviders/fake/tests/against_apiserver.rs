@@ -131,6 +131,13 @@ async fn scaling_by_three_gives_three_ready_nodes_with_their_slices() {
     assert_eq!(nodes.len(), 3);
     for node in &nodes {
         assert!(is_ready(node), "{:?} not Ready", node.metadata.name);
+        let addresses = node.status.as_ref().unwrap().addresses.as_ref().unwrap();
+        assert!(
+            addresses
+                .iter()
+                .any(|a| a.type_ == "InternalIP" && a.address.starts_with("192.168.")),
+            "{addresses:?}"
+        );
         let labels = node.metadata.labels.as_ref().unwrap();
         assert_eq!(labels["dra-autoscaler.io/node-group"], "gpu");
         assert_eq!(labels["node.kubernetes.io/instance-type"], "gpu-2x");

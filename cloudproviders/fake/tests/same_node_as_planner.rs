@@ -34,6 +34,7 @@ fn without_runtime_facts(mut node: Node) -> Node {
             info.kubelet_version = String::new();
             info.os_image = String::new();
         }
+        status.addresses = None;
     }
     node
 }

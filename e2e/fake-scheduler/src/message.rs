@@ -16,10 +16,14 @@ pub fn fit_error(nodes: &[String], reasons: &[String]) -> String {
             nodes.iter().any(|n| n == node).then_some(why)
         })
         .collect();
+    if nodes.is_empty() {
+        // kube-scheduler's ErrNoNodesAvailable.
+        return "no nodes available to schedule pods".into();
+    }
     let nodes = nodes.len();
     if per_node.is_empty() {
         // A PreFilter failure: one reason for the pod, not one per node.
-        let why = reasons.first().map_or("no nodes", String::as_str);
+        let why = reasons.first().map_or("no reason given", String::as_str);
         return format!("0/{nodes} nodes are available: {why}.");
     }
     let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
@@ -62,6 +66,9 @@ mod tests {
             fit_error(&nodes, &reasons),
             "0/2 nodes are available: resourceclaim default/gpu: not found."
         );
-        assert_eq!(fit_error(&[], &[]), "0/0 nodes are available: no nodes.");
+        assert_eq!(
+            fit_error(&[], &["no nodes in the snapshot".to_owned()]),
+            "no nodes available to schedule pods"
+        );
     }
 }

@@ -317,7 +317,7 @@ impl Writer {
                 pod: refusal.pod.to_string(),
                 source,
             })?;
-        tracing::info!(pod = %refusal.pod, reason = refusal.reason, message = %refusal.message, "not scheduled");
+        tracing::info!(pod = %refusal.pod, reason = refusal.reason, why = %refusal.message, "not scheduled");
         self.event(
             pod,
             "Warning",
