@@ -131,6 +131,13 @@ async fn scaling_by_three_gives_three_ready_nodes_with_their_slices() {
     assert_eq!(nodes.len(), 3);
     for node in &nodes {
         assert!(is_ready(node), "{:?} not Ready", node.metadata.name);
+        let addresses = node.status.as_ref().unwrap().addresses.as_ref().unwrap();
+        assert!(
+            addresses
+                .iter()
+                .any(|a| a.type_ == "InternalIP" && a.address.starts_with("192.168.")),
+            "{addresses:?}"
+        );
         let labels = node.metadata.labels.as_ref().unwrap();
         assert_eq!(labels["dra-autoscaler.io/node-group"], "gpu");
         assert_eq!(labels["node.kubernetes.io/instance-type"], "gpu-2x");
@@ -276,8 +283,42 @@ async fn partial_fulfilment_is_rolled_back() {
         nodes(&h.api).await.is_empty(),
         "the two started nodes are gone again"
     );
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Their slices were due 50 ms after the Nodes: well after the rollback. A publication
+    // racing the rollback would leave them behind with no Node.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(h.client.target_size("gpu").await.unwrap(), 0);
+    assert!(
+        slices(&h.api).await.is_empty(),
+        "no ResourceSlice outlives the rolled-back nodes"
+    );
+    assert!(nodes(&h.api).await.is_empty());
+    let _ = h.stop.send(());
+}
+
+#[tokio::test]
+async fn deleting_a_node_before_its_slices_are_due_leaves_no_slices() {
+    let h = harness("{}").await;
+    h.client.increase_size("gpu", 1).await.unwrap();
+    let node = nodes(&h.api).await.remove(0);
+    let name = node.metadata.name.clone().unwrap();
+    let provider_id = node.spec.unwrap().provider_id.unwrap();
+    h.client
+        .delete_nodes(
+            "gpu",
+            &[dra_provider::NodeRef {
+                name,
+                provider_id,
+                ..Default::default()
+            }],
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(nodes(&h.api).await.is_empty());
+    assert!(
+        slices(&h.api).await.is_empty(),
+        "the pending slices were cancelled"
+    );
     let _ = h.stop.send(());
 }
 
