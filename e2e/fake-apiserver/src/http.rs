@@ -78,6 +78,7 @@ enum Route {
     GroupResources(String, String),
     OpenApiIndex,
     OpenApiGroupVersion(String, String),
+    /// Boxed: a resource's definition dwarfs the other routes.
     Resource(Box<ResourcePath>),
 }
 
