@@ -218,7 +218,7 @@ fn verb_for(method: &Method, path: &ResourcePath, params: &Params) -> Result<Ver
         ("GET", None, None) => Verb::List,
         ("GET", Some(_), None | Some("status")) => Verb::Get,
         ("POST", None, None) if has_ns => Verb::Create,
-        ("POST", Some(_), Some("binding")) => Verb::Create,
+        ("POST", Some(_), Some("binding" | "eviction")) => Verb::Create,
         ("PUT", Some(_), None | Some("status")) => Verb::Update,
         ("PATCH", Some(_), None | Some("status")) => Verb::Patch,
         ("DELETE", Some(_), None) => Verb::Delete,
@@ -343,6 +343,24 @@ fn serve_resource(
             let binding = decode(body)?;
             let status = lock(&app.store).bind(def, ns, name, &binding, dry_run)?;
             Ok(json_response(201, &status))
+        }
+        Verb::Create if path.sub.as_deref() == Some("eviction") => {
+            let answer = crate::eviction::evict(
+                &mut lock(&app.store),
+                &app.registry,
+                def,
+                ns.unwrap_or_default(),
+                name,
+                &decode(body)?,
+                dry_run,
+            )?;
+            let mut response = json_response(answer.code, &answer.body);
+            if let Some(seconds) = answer.retry_after {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, seconds.into());
+            }
+            Ok(response)
         }
         Verb::Create => {
             let object = lock(&app.store).create(def, ns, decode(body)?, dry_run)?;

@@ -7,7 +7,9 @@
 //! outcome, minCount and members, with each expected reason a substring of
 //! some actual reason; `pods` in order by pod, outcome, node and nodeGroup
 //! (allocations only when the expectation lists them); `nodeGroupErrors` by
-//! nodeGroup when expected.
+//! nodeGroup when expected; `scaleDowns` and `scaleDownBlocked`, when the
+//! expectation has the key, in order by node and nodeGroup, each expected
+//! reason a substring of the actual one.
 
 use std::path::{Path, PathBuf};
 
@@ -118,6 +120,27 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
             ));
         }
     }
+    for key in ["scaleDowns", "scaleDownBlocked"] {
+        if expected.get(key).is_none() {
+            continue;
+        }
+        let (es, as_) = (list(expected, key), list(actual, key));
+        let matches = es.len() == as_.len()
+            && es.iter().zip(as_).all(|(e, a)| {
+                e["node"] == a["node"]
+                    && e["nodeGroup"] == a["nodeGroup"]
+                    && a["reason"]
+                        .as_str()
+                        .is_some_and(|r| r.contains(e["reason"].as_str().unwrap_or_default()))
+            });
+        if !matches {
+            problems.push(format!(
+                "{key} differ\n    expected {}\n    actual   {}",
+                Value::Array(es.to_vec()),
+                Value::Array(as_.to_vec())
+            ));
+        }
+    }
     for e in list(expected, "nodeGroupErrors") {
         let group = &e["nodeGroup"];
         if !list(actual, "nodeGroupErrors")
@@ -182,4 +205,12 @@ fn comparison_catches_differences() {
     let other = serde_json::json!({"scaleUps": [{"nodeGroup": "a", "count": 3}], "podGroups": [], "pods": []});
     assert!(compare(&expected, &same_plan).is_empty());
     assert!(!compare(&expected, &other).is_empty());
+    let removal =
+        serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty"}]});
+    let other_node =
+        serde_json::json!({"scaleDowns": [{"node": "n2", "nodeGroup": "g", "reason": "empty"}]});
+    let longer_reason = serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty node"}]});
+    assert!(compare(&removal, &longer_reason).is_empty());
+    assert!(!compare(&removal, &other_node).is_empty());
+    assert!(!compare(&removal, &serde_json::json!({"scaleDowns": []})).is_empty());
 }

@@ -26,6 +26,15 @@ pub struct FailureLabels {
     pub reason: String,
 }
 
+/// Labels of the scale-down counter.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScaleDownLabels {
+    /// The NodeGroup.
+    pub node_group: String,
+    /// `empty` or `underutilized`.
+    pub reason: String,
+}
+
 /// Labels of per-group gauges.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct GroupLabels {
@@ -65,6 +74,10 @@ pub struct Metrics {
     pub last_loop_timestamp: Gauge,
     /// Loops that failed before finishing.
     pub loop_errors: Counter,
+    /// Nodes removed by scale-down.
+    pub scaled_down_nodes: Family<ScaleDownLabels, Counter>,
+    /// Nodes found unneeded in the last loop, per group.
+    pub unneeded_nodes: Family<GroupLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -92,6 +105,8 @@ impl Metrics {
         let leader = Gauge::default();
         let last_loop_timestamp = Gauge::default();
         let loop_errors = Counter::default();
+        let scaled_down_nodes = Family::default();
+        let unneeded_nodes = Family::default();
         registry.register(
             "unschedulable_pods",
             "Pending pods the last loop planned for",
@@ -162,6 +177,16 @@ impl Metrics {
             "Loops that failed before finishing",
             loop_errors.clone(),
         );
+        registry.register(
+            "scaled_down_nodes",
+            "Nodes removed by scale-down, by reason (empty, underutilized)",
+            scaled_down_nodes.clone(),
+        );
+        registry.register(
+            "unneeded_nodes",
+            "Nodes found unneeded (underused, every pod able to move) in the last loop",
+            unneeded_nodes.clone(),
+        );
         Self {
             registry,
             unschedulable_pods,
@@ -178,6 +203,8 @@ impl Metrics {
             leader,
             last_loop_timestamp,
             loop_errors,
+            scaled_down_nodes,
+            unneeded_nodes,
         }
     }
 
@@ -237,6 +264,8 @@ mod tests {
             "dra_autoscaler_loop_duration_seconds_count 1",
             "# TYPE dra_autoscaler_plan_duration_seconds histogram",
             "# TYPE dra_autoscaler_unschedulable_pods gauge",
+            "# TYPE dra_autoscaler_scaled_down_nodes counter",
+            "# TYPE dra_autoscaler_unneeded_nodes gauge",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

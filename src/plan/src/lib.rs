@@ -8,6 +8,7 @@ pub mod gang;
 pub mod groups;
 pub mod planner;
 pub mod report;
+pub mod scaledown;
 
 pub use planner::{Expander, PlanOptions, Planned, Prepared, plan, prepare};
 pub use report::PlanReport;

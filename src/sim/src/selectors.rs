@@ -216,3 +216,27 @@ mod tests {
         assert!(node_selector_matches(&bad, &n).is_err());
     }
 }
+
+/// A `metav1.LabelSelector` compiled once, for callers outside the filters that match it
+/// against many label sets (PodDisruptionBudgets against pods). A missing selector matches
+/// nothing and an empty one everything, as upstream's `LabelSelectorAsSelector`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelSelectorMatcher(crate::filters::labels::Selector);
+
+impl LabelSelectorMatcher {
+    /// Compiles `selector`.
+    ///
+    /// # Errors
+    /// An invalid operator, key or value, naming the key.
+    pub fn compile(
+        selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    ) -> Result<Self, crate::filters::SelectorParseError> {
+        crate::filters::labels::Selector::compile(selector).map(Self)
+    }
+
+    /// Whether `labels` (missing: none) satisfy the selector.
+    #[must_use]
+    pub fn matches(&self, labels: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+        self.0.matches(labels)
+    }
+}

@@ -20,6 +20,8 @@ use crate::objects::ClusterObjects;
 pub use crate::pods::{is_pending, priority};
 use crate::selectors::node_selector_matches;
 
+mod unbind;
+
 /// `namespace/name` of a namespaced object.
 pub type ObjectKey = (String, String);
 
@@ -135,6 +137,7 @@ enum Undo {
         claims: Vec<(ObjectKey, Option<ResourceClaimStatus>)>,
         allocations: Vec<AllocationResult>,
     },
+    PodUnbound(Box<unbind::Unbound>),
 }
 
 impl Snapshot {
@@ -396,6 +399,7 @@ impl Snapshot {
                         self.node_index.remove(&name);
                     }
                 }
+                Undo::PodUnbound(unbound) => self.undo_unbind(*unbound),
                 Undo::PodBound {
                     pod_index,
                     previous_node,

@@ -30,7 +30,7 @@ mod capacity;
 mod extended_resources;
 mod index;
 mod inter_pod_affinity;
-mod labels;
+pub(crate) mod labels;
 mod node_affinity;
 mod node_name;
 mod node_ports;
@@ -41,6 +41,7 @@ mod requests;
 mod rollback;
 mod taint_toleration;
 mod topology;
+mod unbind;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
@@ -52,6 +53,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 pub use capacity::Allocatable;
 pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
 pub use labels::SelectorParseError;
+pub use unbind::TakenOff;
 
 use crate::gates::FeatureGates;
 use extended_resources::ExtendedResourceMap;
