@@ -131,11 +131,28 @@ async fn a_budget_spends_one_disruption_per_eviction_then_answers_429() {
     );
     let cause = &refused.details.as_ref().expect("details").causes[0];
     assert_eq!(cause.reason, "DisruptionBudget");
+    // No disruption controller has recounted the healthy pods yet (2 > desired 1): upstream's
+    // default wording.
     assert_eq!(
         cause.message,
-        "The disruption budget web needs 1 healthy pods and has 2 currently"
+        "The disruption budget web does not allow evicting pods currently"
     );
     assert!(pods.get_opt("web-1").await.expect("read").is_some());
+
+    // What the disruption controller writes once web-0 is gone.
+    let recounted = json!({"status": {"currentHealthy": 1, "desiredHealthy": 1}});
+    pdbs.patch_status("web", &PatchParams::default(), &Patch::Merge(&recounted))
+        .await
+        .expect("recounted");
+    let refused = api_error(
+        pods.evict("web-1", &EvictParams::default())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        refused.details.as_ref().expect("details").causes[0].message,
+        "The disruption budget web needs 1 healthy pods and has 1 currently"
+    );
 }
 
 #[tokio::test]

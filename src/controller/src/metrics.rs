@@ -255,6 +255,17 @@ mod tests {
             })
             .set(4);
         m.loop_duration.observe(0.2);
+        m.scaled_down_nodes
+            .get_or_create(&ScaleDownLabels {
+                node_group: "gpu".into(),
+                reason: "empty".into(),
+            })
+            .inc();
+        m.unneeded_nodes
+            .get_or_create(&GroupLabels {
+                node_group: "gpu".into(),
+            })
+            .set(2);
         let text = m.encode();
         for line in [
             "dra_autoscaler_scale_ups_total{node_group=\"gpu\",capacity_type=\"reserved\"} 1",
@@ -264,8 +275,8 @@ mod tests {
             "dra_autoscaler_loop_duration_seconds_count 1",
             "# TYPE dra_autoscaler_plan_duration_seconds histogram",
             "# TYPE dra_autoscaler_unschedulable_pods gauge",
-            "# TYPE dra_autoscaler_scaled_down_nodes counter",
-            "# TYPE dra_autoscaler_unneeded_nodes gauge",
+            "dra_autoscaler_scaled_down_nodes_total{node_group=\"gpu\",reason=\"empty\"} 1",
+            "dra_autoscaler_unneeded_nodes{node_group=\"gpu\"} 2",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

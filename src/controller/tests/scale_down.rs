@@ -223,7 +223,8 @@ async fn an_underused_node_is_drained_and_its_machine_deleted() {
     let later = controller
         .run_once_at(t0 + SignedDuration::from_secs(2))
         .await;
-    assert_eq!(later.scale_down.expect("ran").started, [first.clone()]);
+    let later = later.scale_down.expect("ran");
+    assert_eq!(later.started, [first.as_str()], "{later:#?}");
     let scale_downs = controller.autoscaler.scale_downs().expect("on");
     assert!(
         scale_downs.settle(Duration::from_secs(20)).await,
@@ -279,7 +280,7 @@ async fn a_removal_found_under_way_after_a_restart_is_finished_or_reverted() {
 
     let summary = controller.run_once().await;
     let scale_down = summary.scale_down.expect("ran");
-    assert_eq!(scale_down.resumed, [first.clone()]);
+    assert_eq!(scale_down.resumed, [first.as_str()]);
     assert!(scale_down.started.is_empty());
     let scale_downs = controller.autoscaler.scale_downs().expect("on");
     assert!(scale_downs.settle(Duration::from_secs(20)).await);
@@ -306,7 +307,7 @@ async fn a_removal_found_under_way_after_a_restart_is_finished_or_reverted() {
         })
         .await;
     let summary = controller.run_once().await;
-    assert_eq!(summary.scale_down.expect("ran").reverted, [second.clone()]);
+    assert_eq!(summary.scale_down.expect("ran").reverted, [second.as_str()]);
     assert_eq!(
         tainted(&kube, &second).await,
         Some(false),
@@ -363,7 +364,8 @@ async fn an_eviction_a_budget_keeps_refusing_times_out_and_the_node_is_untainted
     let summary = controller
         .run_once_at(t0 + SignedDuration::from_secs(2))
         .await;
-    assert_eq!(summary.scale_down.expect("ran").started, [first.clone()]);
+    let summary = summary.scale_down.expect("ran");
+    assert_eq!(summary.started, [first.as_str()], "{summary:#?}");
     assert_eq!(tainted(&kube, &first).await, Some(true));
     let scale_downs = controller.autoscaler.scale_downs().expect("on");
     assert!(scale_downs.settle(Duration::from_secs(20)).await);

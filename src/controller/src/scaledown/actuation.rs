@@ -13,7 +13,7 @@ use std::time::Duration;
 use dra_plan::scaledown::eligibility::is_daemon_set_pod;
 use dra_plan::scaledown::keys::MIRROR_POD;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::SignedDuration;
 use kube::api::{Api, ListParams};
 
 use crate::executor::{GroupRef, NodeToDelete, ScaleExecutor};
@@ -204,22 +204,6 @@ impl Removal {
             .map_err(|e| RemovalFailed(e.to_string()))?;
         Ok(evicted)
     }
-}
-
-/// Unix seconds of a taint value, for how long a removal has been under way.
-#[must_use]
-pub(crate) fn taint_time(node: &Node) -> Option<Timestamp> {
-    node.spec
-        .as_ref()?
-        .taints
-        .as_ref()?
-        .iter()
-        .find(|t| t.key == dra_plan::scaledown::keys::TO_BE_DELETED_TAINT)?
-        .value
-        .as_deref()?
-        .parse::<i64>()
-        .ok()
-        .and_then(|s| Timestamp::from_second(s).ok())
 }
 
 #[cfg(test)]

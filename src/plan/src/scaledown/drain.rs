@@ -108,40 +108,40 @@ impl Drainer {
             .and_then(|s| self.cursors.get(&s).copied())
             .unwrap_or(0);
         let mut refusals: BTreeMap<String, usize> = BTreeMap::new();
-        let mut tried = 0usize;
-        for position in start..self.order.len() {
-            let node = self.order[position];
-            if self.excluded[node] {
-                continue;
-            }
-            tried += 1;
-            match snapshot.check(pod, node, &claims) {
-                Verdict::Fits(allocations) => {
-                    snapshot.bind(pod, node, &claims, allocations);
-                    if let Some(s) = signature {
-                        self.cursors.insert(s, position);
-                    }
-                    return Ok(node);
+        // From the cursor on; when nothing fits there, the nodes before it too: they refused
+        // such a pod before, and are asked again only to say why (and, should room have
+        // opened after all, to take it).
+        for range in [start..self.order.len(), 0..start] {
+            for position in range {
+                let node = self.order[position];
+                if self.excluded[node] {
+                    continue;
                 }
-                Verdict::Refused(reason) => *refusals.entry(reason).or_default() += 1,
-                Verdict::Fatal(reason) | Verdict::Unresolvable(reason) => {
-                    return Err(format!("pod {name} cannot move: {reason}"));
+                match snapshot.check(pod, node, &claims) {
+                    Verdict::Fits(allocations) => {
+                        snapshot.bind(pod, node, &claims, allocations);
+                        if let Some(s) = signature {
+                            self.cursors.insert(s, position);
+                        }
+                        return Ok(node);
+                    }
+                    Verdict::Refused(reason) => *refusals.entry(reason).or_default() += 1,
+                    Verdict::Fatal(reason) | Verdict::Unresolvable(reason) => {
+                        return Err(format!("pod {name} cannot move: {reason}"));
+                    }
                 }
             }
         }
         if let Some(s) = signature {
             self.cursors.insert(s, self.order.len());
         }
-        Err(format!(
-            "pod {name} cannot move: {}",
-            summary(&refusals, tried, start > 0)
-        ))
+        Err(format!("pod {name} cannot move: {}", summary(&refusals)))
     }
 }
 
 /// `no other node fits it (2 nodes: Insufficient cpu; 1 node: …)`, most frequent first.
-fn summary(refusals: &BTreeMap<String, usize>, tried: usize, partial: bool) -> String {
-    if tried == 0 && !partial {
+fn summary(refusals: &BTreeMap<String, usize>) -> String {
+    if refusals.is_empty() {
         return "no other node to move to".to_string();
     }
     let mut by_count: Vec<(&String, &usize)> = refusals.iter().collect();
@@ -173,12 +173,9 @@ mod tests {
         r.insert("Insufficient cpu".to_string(), 1);
         r.insert("node(s) had untolerated taint".to_string(), 3);
         assert_eq!(
-            summary(&r, 4, false),
+            summary(&r),
             "no other node fits it (3 nodes: node(s) had untolerated taint; 1 node: Insufficient cpu)"
         );
-        assert_eq!(
-            summary(&BTreeMap::new(), 0, false),
-            "no other node to move to"
-        );
+        assert_eq!(summary(&BTreeMap::new()), "no other node to move to");
     }
 }
