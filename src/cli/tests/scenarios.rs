@@ -3,38 +3,18 @@
 //! plan that the planner's rules imply, and optionally `args`.
 //!
 //! Comparison rules: `scaleUps` exactly and in order (every key written in
-//! the expectation, prices to 1e-9); `podGroups` in order by podGroup,
-//! outcome, minCount and members, with each expected reason a substring of
+//! the expectation, prices to 1e-9); `podGroups` in order by podGroup, api
+//! (when expected), outcome, minCount and members, with each expected reason a substring of
 //! some actual reason; `pods` in order by pod, outcome, node and nodeGroup
 //! (allocations only when the expectation lists them); `nodeGroupErrors` by
 //! nodeGroup when expected; `scaleDowns` and `scaleDownBlocked`, when the
 //! expectation has the key, in order by node and nodeGroup, each expected
 //! reason a substring of the actual one.
 
-use std::path::{Path, PathBuf};
+mod golden;
 
-use clap::Parser;
-use dra_autoscaler::{Cli, Command};
+use golden::{list, missing_reasons, pod_fields};
 use serde_json::Value;
-
-fn run(dir: &Path) -> Result<Value, String> {
-    let mut argv = vec![
-        "dra-autoscaler".to_string(),
-        "simulate".into(),
-        "-o".into(),
-        "json".into(),
-    ];
-    if let Ok(extra) = std::fs::read_to_string(dir.join("args")) {
-        argv.extend(extra.split_whitespace().map(str::to_string));
-    }
-    argv.push(dir.join("cluster.yaml").display().to_string());
-    let cli = Cli::try_parse_from(&argv).map_err(|e| format!("bad args {argv:?}: {e}"))?;
-    let Command::Simulate(args) = cli.command else {
-        return Err("not a simulate command".into());
-    };
-    let (output, _) = args.simulate().map_err(|e| format!("{e:#}"))?;
-    output.to_json().map_err(|e| e.to_string())
-}
 
 fn same(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
@@ -50,12 +30,6 @@ fn same(expected: &Value, actual: &Value) -> bool {
         }
         _ => expected == actual,
     }
-}
-
-fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
 }
 
 fn compare(expected: &Value, actual: &Value) -> Vec<String> {
@@ -74,7 +48,7 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
     }
     for (e, a) in eg.iter().zip(ag) {
         let name = e["podGroup"].as_str().unwrap_or("?");
-        for field in ["podGroup", "outcome", "minCount", "members"] {
+        for field in ["podGroup", "api", "outcome", "minCount", "members"] {
             if let Some(ev) = e.get(field)
                 && !a.get(field).is_some_and(|av| same(ev, av))
             {
@@ -84,33 +58,11 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
                 ));
             }
         }
-        let reasons: Vec<&str> = list(a, "reasons")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        for r in list(e, "reasons").iter().filter_map(Value::as_str) {
-            if !reasons.iter().any(|x| x.contains(r)) {
-                problems.push(format!(
-                    "podGroup {name}: no reason contains {r:?}; reasons: {reasons:?}"
-                ));
-            }
-        }
+        problems.extend(missing_reasons(&format!("podGroup {name}"), e, a));
     }
-    let (ep, ap) = (list(expected, "pods"), list(actual, "pods"));
-    if ep.len() != ap.len() {
-        problems.push(format!("expected {} pods, got {}", ep.len(), ap.len()));
-    }
-    for (e, a) in ep.iter().zip(ap) {
+    problems.extend(pod_fields(expected, actual));
+    for (e, a) in list(expected, "pods").iter().zip(list(actual, "pods")) {
         let name = e["pod"].as_str().unwrap_or("?");
-        for field in ["pod", "outcome", "node", "nodeGroup"] {
-            if e.get(field) != a.get(field) {
-                problems.push(format!(
-                    "pod {name}: {field} expected {} got {}",
-                    e.get(field).unwrap_or(&Value::Null),
-                    a.get(field).unwrap_or(&Value::Null)
-                ));
-            }
-        }
         if let Some(ev) = e.get("allocations")
             && !a.get("allocations").is_some_and(|av| same(ev, av))
         {
@@ -155,47 +107,41 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
 
 #[test]
 fn plans_match_the_planner_rules_on_every_scenario() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/scenarios");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    dirs.retain(|p| p.join("cluster.yaml").exists());
-    dirs.sort();
-    assert!(!dirs.is_empty(), "no scenarios under {}", root.display());
-    let mut failures = Vec::new();
-    for dir in &dirs {
-        let case = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("?")
-            .to_string();
-        let expected: Value = match std::fs::read_to_string(dir.join("expected.json"))
-            .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-        {
-            Ok(v) => v,
-            Err(e) => {
-                failures.push(format!("{case}: expected.json: {e}"));
-                continue;
-            }
+    golden::run_suite("scenarios", 71, compare);
+}
+
+/// The plan `simulate -o json` prints reads back into the typed reports (the
+/// plan, and the scale-down analysis for `scaleDowns` and `scaleDownBlocked`)
+/// and writes out unchanged: the typed fields (gang API, gang and pod names,
+/// capacity type) keep the JSON contract's strings.
+fn reads_back_unchanged(_expected: &Value, actual: &Value) -> Vec<String> {
+    let typed: dra_plan::PlanReport = match serde_json::from_value(actual.clone()) {
+        Ok(r) => r,
+        Err(e) => return vec![format!("does not read back: {e}")],
+    };
+    let scale_down: dra_plan::scaledown::ScaleDownReport =
+        match serde_json::from_value(actual.clone()) {
+            Ok(r) => r,
+            Err(e) => return vec![format!("scale-down keys do not read back: {e}")],
         };
-        match run(dir) {
-            Ok(actual) => {
-                let problems = compare(&expected, &actual);
-                if !problems.is_empty() {
-                    failures.push(format!("{case}:\n  {}", problems.join("\n  ")));
-                }
-            }
-            Err(e) => failures.push(format!("{case}: {e}")),
+    let again = serde_json::to_value(&typed).and_then(|mut plan| {
+        if let (Some(map), Value::Object(more)) =
+            (plan.as_object_mut(), serde_json::to_value(&scale_down)?)
+        {
+            map.extend(more);
         }
+        Ok(plan)
+    });
+    match again {
+        Ok(again) if &again == actual => Vec::new(),
+        Ok(again) => vec![format!("writes back differently: {again}")],
+        Err(e) => vec![format!("does not write back: {e}")],
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} scenarios failed:\n{}",
-        failures.len(),
-        dirs.len(),
-        failures.join("\n")
-    );
+}
+
+#[test]
+fn plans_read_back_into_the_typed_report_unchanged() {
+    golden::run_suite("scenarios", 71, reads_back_unchanged);
 }
 
 #[test]

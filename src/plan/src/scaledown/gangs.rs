@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
 use super::keys::{GANG_DISRUPTION, GANG_DISRUPTION_WHOLE};
-use crate::gang::{GangApi, detect_gangs};
+use crate::gang::{GangApi, GangRef, detect_gangs};
 
 /// A gang with members bound to nodes.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,29 +67,20 @@ fn key_of(value: &Value) -> (String, String) {
     )
 }
 
-/// The gang object behind a gang of `api` named `name`, among `extra`.
-fn gang_object<'a>(extra: &'a [ExtraObject], api: GangApi, name: &str) -> Option<&'a Value> {
-    let (groups, object_name): (&[&str], String) = match api {
-        GangApi::PodGroup => (&["scheduling.k8s.io"], name.to_string()),
+/// The gang object behind a gang of `api`, among `extra`.
+fn gang_object<'a>(extra: &'a [ExtraObject], api: GangApi, gang: &GangRef) -> Option<&'a Value> {
+    let (groups, kind): (&[&str], &str) = match api {
+        GangApi::PodGroup => (&["scheduling.k8s.io"], "PodGroup"),
         GangApi::Coscheduling => (
             &["scheduling.x-k8s.io", "scheduling.sigs.k8s.io"],
-            name.to_string(),
+            "PodGroup",
         ),
-        GangApi::Volcano => (&["scheduling.volcano.sh"], name.to_string()),
-        // `namespace/workload/podGroup[/replica]`: the Workload is the object.
-        GangApi::Workload => {
-            let mut parts = name.splitn(3, '/');
-            let ns = parts.next().unwrap_or_default();
-            let workload = parts.next().unwrap_or_default();
-            (&["scheduling.k8s.io"], format!("{ns}/{workload}"))
-        }
+        GangApi::Volcano => (&["scheduling.volcano.sh"], "PodGroup"),
+        // A 1.35 pod group lives in its Workload.
+        GangApi::Workload => (&["scheduling.k8s.io"], "Workload"),
         GangApi::Kueue | GangApi::Single => return None,
     };
-    let kind = if api == GangApi::Workload {
-        "Workload"
-    } else {
-        "PodGroup"
-    };
+    let wanted = (gang.object.namespace.as_str(), gang.object.name.as_str());
     extra
         .iter()
         .filter(|o| o.kind == kind)
@@ -100,7 +91,7 @@ fn gang_object<'a>(extra: &'a [ExtraObject], api: GangApi, name: &str) -> Option
         .map(|o| &o.value)
         .find(|v| {
             let (ns, n) = key_of(v);
-            format!("{ns}/{n}") == object_name
+            (ns.as_str(), n.as_str()) == wanted
         })
 }
 
@@ -138,7 +129,7 @@ pub fn running_gangs(
             out.of_pod.insert(member, index);
         }
         out.gangs.push(RunningGang {
-            name: gang.name,
+            name: gang.name.to_string(),
             members: gang.pending,
             whole,
             topology_key: gang.topology_key,

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use dra_sim::objects::ExtraObject;
-use dra_sim::selectors::LabelSelectorMatcher;
+use dra_sim::selectors::Selector;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
@@ -20,7 +20,7 @@ struct Budget {
     /// `namespace/name`.
     key: String,
     namespace: String,
-    selector: LabelSelectorMatcher,
+    selector: Selector,
     /// Disruptions left in this pass.
     left: i64,
     /// `status.observedGeneration >= metadata.generation`.
@@ -96,7 +96,7 @@ impl Budgets {
                 pdb.metadata.name.as_deref().unwrap_or_default()
             );
             let spec = pdb.spec.unwrap_or_default();
-            let selector = match LabelSelectorMatcher::compile(spec.selector.as_ref()) {
+            let selector = match Selector::compile(spec.selector.as_ref()) {
                 Ok(s) => s,
                 Err(e) => {
                     bad.push(BadBudget {

@@ -30,7 +30,7 @@ mod capacity;
 mod extended_resources;
 mod index;
 mod inter_pod_affinity;
-pub(crate) mod labels;
+mod labels;
 mod node_affinity;
 mod node_name;
 mod node_ports;
@@ -50,12 +50,13 @@ use k8s_openapi::api::core::v1::{Namespace, Node, NodeSpec, Pod, Toleration};
 use k8s_openapi::api::resource::v1::DeviceClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+pub use crate::selectors::SelectorParseError;
 pub use capacity::Allocatable;
 pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
-pub use labels::SelectorParseError;
 pub use unbind::TakenOff;
 
 use crate::gates::FeatureGates;
+use crate::objects::ObjectRef;
 use extended_resources::ExtendedResourceMap;
 use index::{Index, NodeRecord, PodRecord};
 use inter_pod_affinity::{AffinityRefusal, PreparedAffinity};
@@ -418,11 +419,7 @@ impl FilterState {
     /// every node: a request that is not a quantity, node affinity terms
     /// pinning disjoint node names, a label selector that does not parse.
     pub fn prepare(&self, pod: &Pod, _nodes: &[Node]) -> Result<PreparedPod, String> {
-        let key = format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-            pod.metadata.name.as_deref().unwrap_or_default()
-        );
+        let key = ObjectRef::namespaced(&pod.metadata);
         let prefilter_nodes = node_affinity::prefilter_node_names(pod).map_err(str::to_string)?;
         let spec = pod.spec.as_ref();
         let ports = node_ports::pod_host_ports(pod);

@@ -12,6 +12,7 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaimStatus};
 
 use super::{ObjectKey, Snapshot, Undo, extended_claim_key, key_string, object_key};
 use crate::filters::TakenOff;
+use crate::objects::ObjectRef;
 
 /// What [`Snapshot::unbind`] changed, to undo it.
 #[derive(Debug)]
@@ -48,10 +49,10 @@ impl Snapshot {
             .flatten()
         {
             let key = if let Some(name) = &entry.resource_claim_name {
-                Some((pod_key.0.clone(), name.clone()))
+                Some(ObjectRef::new(pod_key.namespace.clone(), name.clone()))
             } else {
                 match statuses.get(entry.name.as_str()) {
-                    Some(Some(name)) => Some((pod_key.0.clone(), (*name).to_string())),
+                    Some(Some(name)) => Some(ObjectRef::new(pod_key.namespace.clone(), *name)),
                     Some(None) => None,
                     None => {
                         self.generated_claim(&pod_key, pod.metadata.uid.as_deref(), &entry.name)
@@ -112,6 +113,7 @@ impl Snapshot {
             }
             if status.reserved_for.as_ref().is_none_or(Vec::is_empty) {
                 status.reserved_for = None;
+                self.allocation_selectors.remove(&key);
                 if let Some(allocation) = status.allocation.take() {
                     self.allocated.remove_allocation(&allocation, &self.gates);
                     freed.push(allocation);
@@ -154,6 +156,7 @@ impl Snapshot {
             self.allocated.add_allocation(allocation, &self.gates);
         }
         for (key, status) in claims {
+            self.allocation_selectors.remove(&key);
             if let Some(claim) = self.claims.get_mut(&key) {
                 claim.status = status;
             }
