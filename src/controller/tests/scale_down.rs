@@ -1,7 +1,8 @@
 //! Scale-down against the API stand-in and the fake cloud provider over gRPC: an underused node
 //! is tainted, drained through the Eviction API and its machine deleted; a removal found under
 //! way after a restart is finished (or reverted when its pods can no longer go anywhere); an
-//! eviction a PodDisruptionBudget keeps refusing times out and the node is untainted.
+//! eviction a PodDisruptionBudget keeps refusing times out and the node is untainted; an empty
+//! node goes with `ScaleDownEmpty` while an underused node a pod keeps gets `NotRemovable`.
 
 mod common;
 
@@ -389,5 +390,77 @@ async fn an_eviction_a_budget_keeps_refusing_times_out_and_the_node_is_untainted
                 "The disruption budget guarded needs 1 healthy pods and has 1 currently"
             )),
         "{failed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_node_goes_as_scale_down_empty_and_a_kept_node_says_why() {
+    let server = cluster().await;
+    let kube = server.client();
+    let cloud = cloud(&kube).await;
+    let (first, second) = two_nodes(&kube, &cloud).await;
+    // first: no pod (empty). second: 1 of 4 CPUs (25%, underused) held by a pod without a
+    // controller, which cluster-autoscaler's default rules never evict.
+    running_pod(
+        &kube,
+        "bare",
+        &second,
+        "1",
+        serde_json::json!({"metadata": {"ownerReferences": []}}),
+    )
+    .await;
+    let controller = controller(&server, &cloud, SignedDuration::from_secs(20)).await;
+    wait_for_stores(&controller, 1).await;
+
+    let t0 = Timestamp::now();
+    let first_loop = controller.run_once_at(t0).await;
+    assert!(first_loop.scale_down.expect("ran").started.is_empty());
+    let metrics = controller.metrics.encode();
+    assert!(
+        metrics.contains("dra_autoscaler_unneeded_nodes{node_group=\"cpu\"} 1"),
+        "only the empty node is unneeded: {metrics}"
+    );
+    let summary = controller
+        .run_once_at(t0 + SignedDuration::from_secs(2))
+        .await
+        .scale_down
+        .expect("ran");
+    assert_eq!(summary.started, [first.as_str()], "{summary:#?}");
+    let scale_downs = controller.autoscaler.scale_downs().expect("on");
+    assert!(scale_downs.settle(Duration::from_secs(20)).await);
+
+    assert_eq!(tainted(&kube, &first).await, None, "deleted");
+    assert_eq!(
+        tainted(&kube, &second).await,
+        Some(false),
+        "kept, untouched"
+    );
+    let empty = events(&kube, "ScaleDownEmpty").await;
+    let regarding: Vec<(&str, &str)> = empty
+        .iter()
+        .map(|(kind, name, _, _)| (kind.as_str(), name.as_str()))
+        .collect();
+    assert_eq!(regarding, [("Node", first.as_str()), ("NodeGroup", "cpu")]);
+    assert!(
+        events(&kube, "ScaleDown").await.is_empty(),
+        "an empty node's removal is ScaleDownEmpty, not ScaleDown"
+    );
+    let kept = events(&kube, "NotRemovable").await;
+    assert!(
+        kept.iter().any(|(kind, name, _, note)| kind == "Node"
+            && name == &second
+            && note.contains("pod default/bare has no controller")),
+        "{kept:?}"
+    );
+    assert!(
+        kept.iter().all(|(_, name, _, _)| name != &first),
+        "{kept:?}"
+    );
+    let metrics = controller.metrics.encode();
+    assert!(
+        metrics.contains(
+            "dra_autoscaler_scaled_down_nodes_total{node_group=\"cpu\",reason=\"empty\"} 1"
+        ),
+        "{metrics}"
     );
 }

@@ -158,6 +158,26 @@ fn seconds(t: Timestamp) -> Timestamp {
     Timestamp::from_second(t.as_second()).unwrap_or(t)
 }
 
+/// When scale-down may act again, `delay` after the last successful scale-up of any group (this
+/// loop's, or the latest `status.lastScaleUp` that succeeded), if that is still ahead of `now`.
+/// Failed scale-ups add nothing, so they hold nothing back.
+fn cooldown_until(
+    groups: &BTreeMap<String, NodeGroup>,
+    scaled_up_now: bool,
+    now: Timestamp,
+    delay: SignedDuration,
+) -> Option<Timestamp> {
+    let last = groups
+        .values()
+        .filter_map(|g| g.status.as_ref()?.last_scale_up.as_ref())
+        .filter(|l| l.outcome == ScaleUpOutcome::Succeeded)
+        .map(|l| l.time.0)
+        .max();
+    let last = if scaled_up_now { Some(now) } else { last };
+    let until = last?.checked_add(delay).ok()?;
+    (until > now).then_some(until)
+}
+
 impl ScaleDowns {
     /// Scale-down acting through `client` and `executor`. Evictions go through `evictions`,
     /// which should not retry `429 TooManyRequests` itself (kube's default client does, for
@@ -318,7 +338,12 @@ impl ScaleDowns {
             }
         }
 
-        let cooldown = self.cooldown_until(state.groups, state.scaled_up_now, now);
+        let cooldown = cooldown_until(
+            state.groups,
+            state.scaled_up_now,
+            now,
+            self.config.delay_after_add,
+        );
         if let Some(until) = cooldown {
             if !report.scale_downs.is_empty() {
                 summary.held = Some(format!("scale-up cooldown until {until}"));
@@ -346,25 +371,6 @@ impl ScaleDowns {
         }
         summary.report = Some(report);
         summary
-    }
-
-    /// When scale-down may act again after the last successful scale-up, if not yet.
-    fn cooldown_until(
-        &self,
-        groups: &BTreeMap<String, NodeGroup>,
-        scaled_up_now: bool,
-        now: Timestamp,
-    ) -> Option<Timestamp> {
-        let delay = self.config.delay_after_add;
-        let last = groups
-            .values()
-            .filter_map(|g| g.status.as_ref()?.last_scale_up.as_ref())
-            .filter(|l| l.outcome == ScaleUpOutcome::Succeeded)
-            .map(|l| l.time.0)
-            .max();
-        let last = if scaled_up_now { Some(now) } else { last };
-        let until = last?.checked_add(delay).ok()?;
-        (until > now).then_some(until)
     }
 
     /// Writes each group's `status.unneededNodes` (when it changed) and the gauge.
@@ -546,5 +552,71 @@ impl ScaleDowns {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn group(last_scale_up: Option<(&str, &str)>) -> NodeGroup {
+        let mut value = serde_json::json!({
+            "apiVersion": "dra-autoscaler.io/v1alpha1", "kind": "NodeGroup",
+            "metadata": {"name": "g"},
+            "spec": {"provider": "fake", "providerID": "g", "minSize": 0, "maxSize": 4,
+                "capacityType": "on-demand", "pricePerHour": 1.0,
+                "template": {"capacity": {"cpu": "4"}}}
+        });
+        if let Some((time, outcome)) = last_scale_up {
+            value["status"] = serde_json::json!({"lastScaleUp": {
+                "time": time, "count": 1, "outcome": outcome}});
+        }
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn groups(list: Vec<NodeGroup>) -> BTreeMap<String, NodeGroup> {
+        list.into_iter()
+            .enumerate()
+            .map(|(i, g)| (format!("g{i}"), g))
+            .collect()
+    }
+
+    #[test]
+    fn no_removal_within_the_delay_after_a_successful_scale_up() {
+        let delay = SignedDuration::from_mins(10);
+        let now: Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
+        let recent = groups(vec![
+            group(Some(("2026-12-01T11:40:00Z", "Succeeded"))),
+            group(Some(("2026-12-01T11:55:00Z", "Succeeded"))),
+        ]);
+        assert_eq!(
+            cooldown_until(&recent, false, now, delay),
+            Some("2026-12-01T12:05:00Z".parse().unwrap()),
+            "the latest scale-up of any group counts"
+        );
+        let old = groups(vec![group(Some(("2026-12-01T11:50:00Z", "Succeeded")))]);
+        assert_eq!(
+            cooldown_until(&old, false, now, delay),
+            None,
+            "ten minutes have passed"
+        );
+        let failed = groups(vec![group(Some(("2026-12-01T11:59:00Z", "Failed")))]);
+        assert_eq!(cooldown_until(&failed, false, now, delay), None);
+        assert_eq!(
+            cooldown_until(&groups(vec![group(None)]), false, now, delay),
+            None
+        );
+        assert_eq!(
+            cooldown_until(&old, true, now, delay),
+            Some("2026-12-01T12:10:00Z".parse().unwrap()),
+            "a scale-up in this loop starts the delay now"
+        );
+        assert_eq!(
+            cooldown_until(&old, true, now, SignedDuration::ZERO),
+            None,
+            "no delay configured"
+        );
     }
 }
