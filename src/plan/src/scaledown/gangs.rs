@@ -2,8 +2,8 @@
 //! loses its progress, so a node hosting a member is kept — unless the gang opts in to being
 //! moved whole, with annotation `dra-autoscaler.io/gang-disruption: whole` on its gang object
 //! (for a Kueue pod group, which has none, on a member pod) or, for an upstream
-//! `scheduling.k8s.io` PodGroup, `spec.disruptionMode.all` ("children can only be disrupted
-//! together"). Its nodes may then go only if every member fits elsewhere at once.
+//! `scheduling.k8s.io` PodGroup, its own disruption mode saying its pods are disrupted only
+//! together (`PodGroup` in 1.36, `all` from 1.37). Its nodes may then go only if every member fits elsewhere at once.
 //!
 //! Membership is the planner's gang detection ([`crate::gang::detect_gangs`]) run over bound
 //! pods, so every gang API the planner knows is protected.
@@ -67,6 +67,17 @@ fn key_of(value: &Value) -> (String, String) {
     )
 }
 
+/// Whether an upstream `scheduling.k8s.io` PodGroup says its pods are disrupted only
+/// together: `spec.disruptionMode: PodGroup` in 1.36 (`v1alpha2`, default `Pod`), or
+/// `spec.disruptionMode: {all: {}}` from 1.37 (`v1alpha3`, default `single`).
+fn disrupted_together(pod_group: &Value) -> bool {
+    match pod_group.pointer("/spec/disruptionMode") {
+        Some(Value::String(mode)) => mode == "PodGroup",
+        Some(mode) => mode.get("all").is_some(),
+        None => false,
+    }
+}
+
 /// The gang object behind a gang of `api`, among `extra`.
 fn gang_object<'a>(extra: &'a [ExtraObject], api: GangApi, gang: &GangRef) -> Option<&'a Value> {
     let (groups, kind): (&[&str], &str) = match api {
@@ -119,9 +130,7 @@ pub fn running_gangs(
                     .is_some_and(|v| v == GANG_DISRUPTION_WHOLE)
             }),
             api => gang_object(extra, api, &gang.name).is_some_and(|object| {
-                annotated_whole(object)
-                    || (api == GangApi::PodGroup
-                        && object.pointer("/spec/disruptionMode/all").is_some())
+                annotated_whole(object) || (api == GangApi::PodGroup && disrupted_together(object))
             }),
         };
         let index = out.gangs.len();
@@ -197,5 +206,19 @@ mod tests {
         assert_eq!(gangs.gangs[1].members, vec![2, 3]);
         assert!(gangs.gangs[1].whole);
         assert_eq!(gangs.of_pod[&3], 1);
+    }
+
+    #[test]
+    fn an_upstream_pod_group_disrupted_together_opts_in_in_both_api_versions() {
+        let spec = |mode: serde_json::Value| serde_json::json!({"spec": {"disruptionMode": mode}});
+        // 1.36 (v1alpha2): a string, "Pod" by default.
+        assert!(disrupted_together(&spec(serde_json::json!("PodGroup"))));
+        assert!(!disrupted_together(&spec(serde_json::json!("Pod"))));
+        // 1.37 (v1alpha3): a one-of, `single` by default.
+        assert!(disrupted_together(&spec(serde_json::json!({"all": {}}))));
+        assert!(!disrupted_together(&spec(
+            serde_json::json!({"single": {}})
+        )));
+        assert!(!disrupted_together(&serde_json::json!({"spec": {}})));
     }
 }
