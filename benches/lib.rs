@@ -271,6 +271,8 @@ pub fn gpu_cluster(nodes: usize, gpus: usize, pods: usize) -> ClusterObjects {
 /// 22664681, v1.14.0-20; neither file changed since v1.14.0), except that
 /// the pods' random draws come from [`SplitMix`] rather than Go's
 /// `math/rand` (see [`pods`]).
+pub mod scaledown;
+
 pub mod karpenter {
     use std::collections::BTreeMap;
 
@@ -380,6 +382,7 @@ pub mod karpenter {
                         allocatable: None,
                         resource_slices: Vec::new(),
                     },
+                    scale_down: None,
                 };
                 let value = serde_json::json!({
                     "apiVersion": "dra-autoscaler.io/v1alpha1",
@@ -782,6 +785,7 @@ pub mod gangs {
                         .map(|s| s.spec)
                         .collect(),
                 },
+                scale_down: None,
             };
             objects.extra.push(ExtraObject {
                 api_version: "dra-autoscaler.io/v1alpha1".into(),

@@ -212,6 +212,7 @@ fn the_template_becomes_the_node_new_node_builds() {
         priority: 0,
         topology_domain: None,
         template: t,
+        scale_down: None,
     };
     let node = dra_api::new_node("gpu", &spec, "ip-10-0-0-1");
     let labels = node.node.metadata.labels.expect("labels");

@@ -175,6 +175,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<
         for sub in def.subresources() {
             let (kind, verbs): (&str, &[&str]) = match sub {
                 "binding" => ("Binding", &["create"]),
+                "eviction" => ("Eviction", &["create"]),
                 _ => (def.kind.as_str(), &["get", "patch", "update"]),
             };
             resources.push(APIResource {
@@ -227,6 +228,7 @@ fn resource_discovery(def: &ResourceDef) -> APIResourceDiscovery {
             .map(|sub| {
                 let (kind, verbs): (&str, &[&str]) = match sub {
                     "binding" => ("Binding", &["create"]),
+                    "eviction" => ("Eviction", &["create"]),
                     _ => (def.kind.as_str(), &["get", "patch", "update"]),
                 };
                 APISubresourceDiscovery {

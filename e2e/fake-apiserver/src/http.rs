@@ -213,7 +213,7 @@ fn verb_for(method: &Method, path: &ResourcePath, params: &Params) -> Result<Ver
         ("GET", None, None) => Verb::List,
         ("GET", Some(_), None | Some("status")) => Verb::Get,
         ("POST", None, None) if has_ns => Verb::Create,
-        ("POST", Some(_), Some("binding")) => Verb::Create,
+        ("POST", Some(_), Some("binding" | "eviction")) => Verb::Create,
         ("PUT", Some(_), None | Some("status")) => Verb::Update,
         ("PATCH", Some(_), None | Some("status")) => Verb::Patch,
         ("DELETE", Some(_), None) => Verb::Delete,

@@ -12,7 +12,8 @@
 //!   `creationTimestamp`, `generation` and `generateName` handled as upstream;
 //! - GET, LIST (label and field selectors), POST, PUT (optimistic concurrency),
 //!   PATCH (merge, JSON patch, strategic merge and apply approximated as merges),
-//!   DELETE with finalizers, deletecollection, `/status` and Pod `/binding`;
+//!   DELETE with finalizers, deletecollection, `/status`, Pod `/binding` and Pod `/eviction`
+//!   (PodDisruptionBudget rules as upstream's eviction subresource);
 //! - writes that change nothing bump nothing and emit no watch event;
 //! - WATCH replays a bounded per-resource history from a resourceVersion, answers
 //!   too-old versions with a 410 Expired ERROR event, sends bookmarks, supports
@@ -50,6 +51,7 @@ mod convert;
 mod crd;
 mod discovery;
 mod error;
+mod eviction;
 mod faults;
 mod http;
 mod object;

@@ -42,7 +42,8 @@ pub struct ResourceDef {
     /// Whether a `/status` subresource exists. When it does, writes to the main
     /// resource ignore `.status` and writes to `/status` change only `.status`.
     pub status_subresource: bool,
-    /// Whether a Pod-style `/binding` subresource exists (POST sets `spec.nodeName`).
+    /// Whether the Pod-style `/binding` (POST sets `spec.nodeName`) and `/eviction` (POST
+    /// deletes the pod when its PodDisruptionBudget allows) subresources exist.
     pub binding_subresource: bool,
     /// Treatment of `.status` on create.
     pub status_on_create: StatusOnCreate,
@@ -205,6 +206,7 @@ impl ResourceDef {
         }
         if self.binding_subresource {
             subs.push("binding");
+            subs.push("eviction");
         }
         subs
     }
@@ -276,6 +278,18 @@ impl Registry {
             ResourceDef::new("apps", "v1", "daemonsets", "DaemonSet", true, true)
                 .with_short_names(&["ds"])
                 .with_categories(&["all"]),
+        );
+        // Its status is reset on create, as upstream's strategy does; evictions spend it.
+        reg.insert(
+            ResourceDef::new(
+                "policy",
+                "v1",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                true,
+                true,
+            )
+            .with_short_names(&["pdb"]),
         );
         reg.insert(
             ResourceDef::new(
@@ -372,7 +386,7 @@ mod tests {
         let pods = reg.get("", "v1", "pods").expect("pods registered");
         assert_eq!(pods.api_version(), "v1");
         assert_eq!(pods.group_resource(), "pods");
-        assert_eq!(pods.subresources(), vec!["status", "binding"]);
+        assert_eq!(pods.subresources(), vec!["status", "binding", "eviction"]);
         assert!(reg.serves("resource.k8s.io", "v1"));
         assert!(!reg.serves("resource.k8s.io", "v1beta1"));
     }

@@ -432,6 +432,26 @@ pub async fn serve_resource(
             let status = lock(&app.store).bind(view, ns, name, &binding, dry_run)?;
             json_response(201, &status)
         }
+        Verb::Create if path.sub.as_deref() == Some("eviction") => {
+            // The registry first, then the store: the order every other path takes.
+            let registry = crate::read_lock(&app.registry);
+            let answer = crate::eviction::evict(
+                &mut lock(&app.store),
+                &registry,
+                view,
+                ns.unwrap_or_default(),
+                name,
+                &decode(body)?,
+                dry_run,
+            )?;
+            let mut response = json_response(answer.code, &answer.body);
+            if let Some(seconds) = answer.retry_after {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, seconds.into());
+            }
+            response
+        }
         Verb::Create => {
             let validation = FieldValidation::from_params(params)?;
             let mut admit = admission(view, validation, &mut warnings);

@@ -14,6 +14,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::scale_down::{ScaleDownPolicy, UnneededNode};
+
 /// Label every Node started for a node group carries; its value is the node group's name.
 pub const NODE_GROUP_LABEL: &str = "dra-autoscaler.io/node-group";
 
@@ -66,6 +68,9 @@ pub struct NodeGroupSpec {
     pub topology_domain: Option<TopologyDomain>,
     /// What a freshly started machine of this group looks like.
     pub template: NodeTemplate,
+    /// How the group shrinks; unset fields take the controller's `--scale-down-*` defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down: Option<ScaleDownPolicy>,
 }
 
 /// How the machines of a group are bought.
@@ -190,6 +195,10 @@ pub struct NodeGroupStatus {
     /// Machines requested and not yet registered, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upcoming_nodes: Vec<UpcomingNode>,
+    /// Nodes found unneeded (underused, every pod able to move), with the time each was first
+    /// found so; a node is removed once it has been unneeded for the group's unneeded time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unneeded_nodes: Vec<UnneededNode>,
     /// Standard conditions (`Ready`, `Backoff`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
 use dra_plan::{PlanOptions, PlanReport};
 use dra_sim::report::Report;
 use dra_sim::{FeatureGates, KubeVersion, Loader};
@@ -22,13 +23,14 @@ pub enum OutputFormat {
 }
 
 /// What `simulate` produced: a placement of pending pods on existing nodes,
-/// or, when the input has NodeGroups, a scale-up plan.
+/// or, when the input has NodeGroups, a scale-up plan and what scale-down
+/// would remove.
 #[derive(Debug, Clone)]
 pub enum SimulateOutput {
     /// Pods placed on existing nodes only.
     Pods(Report),
-    /// A plan over node groups.
-    Plan(PlanReport),
+    /// A plan over node groups, and the scale-down analysis after it.
+    Plan(PlanReport, ScaleDownReport),
 }
 
 impl SimulateOutput {
@@ -39,7 +41,7 @@ impl SimulateOutput {
     pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
         match self {
             SimulateOutput::Pods(r) => serde_json::to_value(r),
-            SimulateOutput::Plan(r) => serde_json::to_value(r),
+            SimulateOutput::Plan(plan, scale_down) => plan_json(plan, scale_down),
         }
     }
 
@@ -48,9 +50,23 @@ impl SimulateOutput {
     pub fn to_text(&self) -> String {
         match self {
             SimulateOutput::Pods(r) => r.to_text(),
-            SimulateOutput::Plan(r) => r.to_text(),
+            SimulateOutput::Plan(plan, scale_down) => plan.to_text() + &scale_down.to_text(),
         }
     }
+}
+
+/// The plan's JSON with the scale-down keys (`scaleDowns`, `scaleDownBlocked`) added.
+fn plan_json(
+    plan: &PlanReport,
+    scale_down: &ScaleDownReport,
+) -> serde_json::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(plan)?;
+    if let (Some(map), serde_json::Value::Object(more)) =
+        (value.as_object_mut(), serde_json::to_value(scale_down)?)
+    {
+        map.extend(more);
+    }
+    Ok(value)
 }
 
 /// Flags of `simulate`.
@@ -171,6 +187,8 @@ impl SimulateArgs {
         let mut loader = Loader::new();
         loader.keep_kind("dra-autoscaler.io", "NodeGroup");
         loader.keep_kind("apps", "DaemonSet");
+        let (pdb_group, pdb_kind) = dra_plan::scaledown::pdb::PDB_KIND;
+        loader.keep_kind(pdb_group, pdb_kind);
         for (group, kind) in dra_plan::gang::GANG_KINDS {
             loader.keep_kind(group, kind);
         }
@@ -182,7 +200,18 @@ impl SimulateArgs {
         let note = (!notes.is_empty()).then(|| notes.join("\nnote: "));
         let has_groups = loaded.objects.extra.iter().any(|o| o.kind == "NodeGroup");
         let output = if has_groups {
-            SimulateOutput::Plan(dra_plan::plan(loaded.objects, gates, &options))
+            let plan = dra_plan::plan(loaded.objects.clone(), gates, &options);
+            // No history offline: every underused node counts as unneeded for long enough.
+            let scale_down = dra_plan::scaledown::analyse(
+                loaded.objects,
+                gates,
+                &plan,
+                &ScaleDownOptions {
+                    now: options.now,
+                    ..ScaleDownOptions::default()
+                },
+            );
+            SimulateOutput::Plan(plan, scale_down)
         } else {
             SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, gates))
         };
@@ -203,8 +232,8 @@ impl SimulateArgs {
             (OutputFormat::Json, SimulateOutput::Pods(r)) => {
                 serde_json::to_string_pretty(r)? + "\n"
             }
-            (OutputFormat::Json, SimulateOutput::Plan(r)) => {
-                serde_json::to_string_pretty(r)? + "\n"
+            (OutputFormat::Json, SimulateOutput::Plan(plan, scale_down)) => {
+                serde_json::to_string_pretty(&plan_json(plan, scale_down)?)? + "\n"
             }
             (OutputFormat::Text, report) => report.to_text(),
         };

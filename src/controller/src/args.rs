@@ -212,9 +212,71 @@ pub struct RunArgs {
     pub provider_timeout: SignedDuration,
 
     /// Plan, write status and publish Events, but send scale-ups to an
-    /// in-memory provider instead of a real one.
+    /// in-memory provider instead of a real one (and remove no node).
     #[arg(long, env = "DRA_AUTOSCALER_DRY_RUN")]
     pub dry_run: bool,
+
+    /// Remove nodes that stay underused and whose pods can all move elsewhere.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_ENABLED",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub scale_down_enabled: bool,
+
+    /// How long a node must be unneeded before it is removed (a NodeGroup's
+    /// `spec.scaleDown.unneededTime` overrides it).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_UNNEEDED_TIME",
+        default_value = "10m"
+    )]
+    pub scale_down_unneeded_time: SignedDuration,
+
+    /// The same for a node with no pod to move (`spec.scaleDown.emptyUnneededTime`).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_EMPTY_UNNEEDED_TIME",
+        default_value = "1m"
+    )]
+    pub scale_down_empty_unneeded_time: SignedDuration,
+
+    /// A node whose highest utilisation (CPU, memory, each DRA pool's devices
+    /// and shared counters) is below this fraction is underused
+    /// (`spec.scaleDown.utilizationThreshold` overrides it).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_UTILIZATION_THRESHOLD",
+        default_value_t = 0.5
+    )]
+    pub scale_down_utilization_threshold: f64,
+
+    /// No node is removed for this long after a scale-up.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_DELAY_AFTER_ADD",
+        default_value = "10m"
+    )]
+    pub scale_down_delay_after_add: SignedDuration,
+
+    /// At most this many nodes are being removed at once.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MAX_SCALE_DOWN_PARALLELISM",
+        default_value_t = 10
+    )]
+    pub max_scale_down_parallelism: usize,
+
+    /// How long evicting a node's pods (respecting PodDisruptionBudgets) and
+    /// waiting for them to terminate may take; past it the removal is given
+    /// up and the node untainted.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MAX_GRACEFUL_TERMINATION",
+        default_value = "10m"
+    )]
+    pub max_graceful_termination: SignedDuration,
 }
 
 /// A flag value that cannot be used.
@@ -241,6 +303,7 @@ impl RunArgs {
             ("renew-deadline", self.renew_deadline),
             ("retry-period", self.retry_period),
             ("provider-timeout", self.provider_timeout),
+            ("max-graceful-termination", self.max_graceful_termination),
         ];
         for (flag, value) in positive {
             if !value.is_positive() {
@@ -249,6 +312,33 @@ impl RunArgs {
                     message: format!("must be positive, got {value:#}"),
                 });
             }
+        }
+        for (flag, value) in [
+            ("scale-down-unneeded-time", self.scale_down_unneeded_time),
+            (
+                "scale-down-empty-unneeded-time",
+                self.scale_down_empty_unneeded_time,
+            ),
+            (
+                "scale-down-delay-after-add",
+                self.scale_down_delay_after_add,
+            ),
+        ] {
+            if value.is_negative() {
+                return Err(InvalidArg {
+                    flag,
+                    message: "must not be negative".into(),
+                });
+            }
+        }
+        if !(0.0..=1.0).contains(&self.scale_down_utilization_threshold) {
+            return Err(InvalidArg {
+                flag: "scale-down-utilization-threshold",
+                message: format!(
+                    "must be a fraction between 0 and 1, got {}",
+                    self.scale_down_utilization_threshold
+                ),
+            });
         }
         if self.new_pod_scale_up_delay.is_negative() {
             return Err(InvalidArg {
@@ -361,5 +451,26 @@ mod tests {
         assert_eq!(args.validate().unwrap_err().flag, "expander");
         let args = parse(&[]).unwrap();
         assert_eq!(args.validate().unwrap_err().flag, "provider");
+        let args = parse(&["--dry-run", "--scale-down-utilization-threshold", "1.5"]).unwrap();
+        assert_eq!(
+            args.validate().unwrap_err().flag,
+            "scale-down-utilization-threshold"
+        );
+    }
+
+    #[test]
+    fn scale_down_defaults_follow_cluster_autoscaler() {
+        let args = parse(&["--dry-run"]).unwrap();
+        assert!(args.scale_down_enabled);
+        assert_eq!(args.scale_down_unneeded_time, SignedDuration::from_mins(10));
+        assert_eq!(
+            args.scale_down_delay_after_add,
+            SignedDuration::from_mins(10)
+        );
+        assert_eq!(args.scale_down_utilization_threshold, 0.5);
+        assert_eq!(args.max_scale_down_parallelism, 10);
+        assert_eq!(args.max_graceful_termination, SignedDuration::from_mins(10));
+        let off = parse(&["--dry-run", "--scale-down-enabled", "false"]).unwrap();
+        assert!(!off.scale_down_enabled);
     }
 }

@@ -40,6 +40,7 @@ use crate::inflight::{self, placeholders};
 use crate::metrics::{GroupLabels, Metrics};
 use crate::notices::{self, GroupOutcome, Refs};
 use crate::pods::PendingPolicy;
+use crate::scaledown::{LoopState, ScaleDownSummary, ScaleDowns};
 use crate::snapshot::{self, BuildOptions, Inputs, node_group_of};
 use crate::status::StatusWriter;
 
@@ -78,6 +79,8 @@ pub struct LoopSummary {
     pub backing_off: Vec<String>,
     /// Groups whose status write lost a race (retried next loop).
     pub conflicts: Vec<String>,
+    /// What scale-down did, when it is on.
+    pub scale_down: Option<ScaleDownSummary>,
 }
 
 /// The loop's collaborators.
@@ -88,6 +91,7 @@ pub struct Autoscaler {
     metrics: Arc<Metrics>,
     config: LoopConfig,
     leading: Option<watch::Receiver<bool>>,
+    scale_down: Option<ScaleDowns>,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -137,7 +141,51 @@ impl Autoscaler {
             metrics,
             config,
             leading,
+            scale_down: None,
         }
+    }
+
+    /// Turns scale-down on: after each plan, unneeded nodes are found and removed.
+    #[must_use]
+    pub fn with_scale_down(mut self, scale_down: ScaleDowns) -> Self {
+        self.scale_down = Some(scale_down);
+        self
+    }
+
+    /// Scale-down, when on.
+    #[must_use]
+    pub fn scale_downs(&self) -> Option<&ScaleDowns> {
+        self.scale_down.as_ref()
+    }
+
+    /// Runs scale-down after the plan (`plan` is empty when nothing was pending).
+    #[allow(clippy::too_many_arguments)]
+    async fn after_plan(
+        &self,
+        inputs: &Inputs,
+        groups: &BTreeMap<String, NodeGroup>,
+        objects: Option<dra_sim::ClusterObjects>,
+        plan: &PlanReport,
+        booting: &[String],
+        now: Timestamp,
+        summary: &mut LoopSummary,
+    ) {
+        let (Some(scale_down), Some(objects)) = (&self.scale_down, objects) else {
+            return;
+        };
+        if !self.is_leader() {
+            return;
+        }
+        let state = LoopState {
+            objects,
+            groups,
+            plan,
+            booting,
+            nodes: &inputs.nodes,
+            scaled_up_now: !summary.scaled_up.is_empty(),
+            now,
+        };
+        summary.scale_down = Some(scale_down.run(state, self.config.gates, &self.status).await);
     }
 
     fn is_leader(&self) -> bool {
@@ -189,6 +237,7 @@ impl Autoscaler {
             },
         );
         summary.planned_for = built.planned_for.len();
+        let scale_down_objects = self.scale_down.as_ref().map(|_| built.objects.clone());
         self.metrics
             .unschedulable_pods
             .set(i64::try_from(built.planned_for.len()).unwrap_or(i64::MAX));
@@ -198,6 +247,16 @@ impl Autoscaler {
         if built.planned_for.is_empty() {
             self.metrics.unschedulable_gangs.set(0);
             self.metrics.waiting_gangs.set(0);
+            self.after_plan(
+                inputs,
+                &groups,
+                scale_down_objects,
+                &PlanReport::default(),
+                &built.booting_nodes,
+                now,
+                &mut summary,
+            )
+            .await;
             self.finish(started, now);
             return summary;
         }
@@ -242,6 +301,16 @@ impl Autoscaler {
         for notice in notices::for_plan(&report, &outcomes, &held_back, &refs) {
             self.events.publish(&notice, now).await;
         }
+        self.after_plan(
+            inputs,
+            &groups,
+            scale_down_objects,
+            &report,
+            &built.booting_nodes,
+            now,
+            &mut summary,
+        )
+        .await;
         summary.report = Some(report);
         self.finish(started, now);
         summary

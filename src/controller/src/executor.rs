@@ -1,8 +1,9 @@
 //! The provider calls the controller makes, behind one small trait.
 //!
-//! [`ScaleExecutor`] is what the scale-up step needs from a cloud provider:
-//! grow a group (all-or-nothing with a minimum for gangs, plain otherwise) and
-//! give up on machines that never registered. The gRPC adapter implements it
+//! [`ScaleExecutor`] is what the autoscaler needs from a cloud provider:
+//! grow a group (all-or-nothing with a minimum for gangs, plain otherwise),
+//! give up on machines that never registered, and delete the machines of
+//! nodes scale-down removes. The gRPC adapter implements it
 //! over the externalgrpc + NodeGroupExtensions services; [`memory`] is an
 //! in-memory provider for tests and dry runs.
 //!
@@ -40,6 +41,19 @@ pub struct IncreaseRequest {
     /// Idempotency token, also the prefix of the placeholder entries in the
     /// NodeGroup status: a retried request with it must not start machines twice.
     pub request_id: String,
+}
+
+/// A registered node to delete, as externalgrpc's `ExternalGrpcNode` names it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeToDelete {
+    /// `spec.providerID` of the Node.
+    pub provider_id: String,
+    /// `metadata.name` of the Node.
+    pub name: String,
+    /// Labels of the Node.
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// Annotations of the Node.
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// What a successful increase started.
@@ -164,4 +178,24 @@ pub trait ScaleExecutor: Send + Sync {
         group: &'a GroupRef,
         names: &'a [String],
     ) -> BoxFuture<'a, Result<(), ScaleError>>;
+
+    /// Deletes the machines behind registered nodes of the group (externalgrpc
+    /// `NodeGroupDeleteNodes`), lowering its target size by as many. A machine
+    /// that no longer exists counts as deleted. Providers without it fail with
+    /// [`ErrorCategory::NotImplemented`], and no node is removed.
+    fn delete_nodes<'a>(
+        &'a self,
+        group: &'a GroupRef,
+        nodes: &'a [NodeToDelete],
+    ) -> BoxFuture<'a, Result<(), ScaleError>> {
+        let _ = nodes;
+        Box::pin(async move {
+            Err(ScaleError::new(
+                group,
+                "delete nodes of",
+                ErrorCategory::NotImplemented,
+                "this provider cannot delete nodes",
+            ))
+        })
+    }
 }

@@ -15,6 +15,8 @@
 //!   safe.
 //! * [`autoscaler`]: one loop; [`status`] writes NodeGroup status; [`executor`]
 //!   talks to providers; [`events`] and [`notices`] tell operators why.
+//! * [`scaledown`]: after the plan, which nodes to remove, and removing them
+//!   (taint, evictions, provider delete), crash-safely.
 //! * [`lease`], [`metrics`], [`health`]: running as a replicated Deployment.
 //! * [`args`] and [`run`]: `dra-autoscaler run`.
 //!
@@ -33,6 +35,7 @@ pub mod metrics;
 pub mod notices;
 pub mod pods;
 pub mod run;
+pub mod scaledown;
 pub mod snapshot;
 pub mod status;
 pub mod watch;

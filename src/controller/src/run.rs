@@ -22,7 +22,9 @@ use crate::executor::memory::InMemoryProvider;
 use crate::health::{self, Health};
 use crate::lease::{LeaderElector, LeaseConfig};
 use crate::metrics::Metrics;
+use crate::scaledown::{ScaleDownConfig, ScaleDowns};
 use crate::watch as watches;
+use dra_plan::scaledown::ScaleDownDefaults;
 
 /// The name events and the lease report as.
 pub const CONTROLLER_NAME: &str = "dra-autoscaler";
@@ -35,9 +37,17 @@ pub const CONTROLLER_NAME: &str = "dra-autoscaler";
 /// that cannot bind.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     args.validate()?;
-    let client = kube::Client::try_default()
+    let config = kube::Config::infer()
         .await
+        .context("unable to read the kubeconfig or service account")?;
+    let client = kube::Client::try_from(config.clone())
         .context("unable to build a Kubernetes client from the kubeconfig or service account")?;
+    // Evictions answer 429 when a PodDisruptionBudget says no; the drain retries those on
+    // its own clock, so its client must not retry them for minutes first.
+    let mut no_retry = config;
+    no_retry.default_retry = false;
+    let evictions = kube::Client::try_from(no_retry)
+        .context("unable to build the Kubernetes client for evictions")?;
     let executor: Arc<dyn ScaleExecutor> = if args.dry_run {
         tracing::warn!("--dry-run: scale-ups go to an in-memory provider, no machine is started");
         Arc::new(InMemoryProvider::new())
@@ -50,7 +60,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         tracing::info!("shutting down");
         let _ = shutdown_tx.send(true);
     });
-    run_until(client, args, executor, shutdown_rx).await
+    run_with_clients(client, evictions, args, executor, shutdown_rx).await
 }
 
 async fn wait_for_signal() {
@@ -147,6 +157,24 @@ async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<
     Ok(gates)
 }
 
+/// Scale-down settings from the flags. A dry run analyses and reports but removes nothing.
+#[must_use]
+pub fn scale_down_config(args: &RunArgs) -> ScaleDownConfig {
+    ScaleDownConfig {
+        defaults: ScaleDownDefaults {
+            enabled: args.scale_down_enabled,
+            utilization_threshold: args.scale_down_utilization_threshold,
+            unneeded_time: args.scale_down_unneeded_time,
+            empty_unneeded_time: args.scale_down_empty_unneeded_time,
+        },
+        delay_after_add: args.scale_down_delay_after_add,
+        max_parallelism: args.max_scale_down_parallelism,
+        max_graceful_termination: args.max_graceful_termination,
+        eviction_retry: Duration::from_secs(5),
+        actuate: !args.dry_run,
+    }
+}
+
 fn identity(args: &RunArgs) -> String {
     args.identity
         .clone()
@@ -161,6 +189,21 @@ fn identity(args: &RunArgs) -> String {
 /// Discovery, gate resolution or the health listener failed.
 pub async fn run_until(
     client: kube::Client,
+    args: RunArgs,
+    executor: Arc<dyn ScaleExecutor>,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    run_with_clients(client.clone(), client, args, executor, shutdown).await
+}
+
+/// [`run_until`], with `evictions` (a client that does not retry 429s) for scale-down's
+/// evictions.
+///
+/// # Errors
+/// As [`run_until`].
+pub async fn run_with_clients(
+    client: kube::Client,
+    evictions: kube::Client,
     args: RunArgs,
     executor: Arc<dyn ScaleExecutor>,
     mut shutdown: watch::Receiver<bool>,
@@ -229,7 +272,22 @@ pub async fn run_until(
     });
 
     let expander: Expander = args.expander.parse().map_err(anyhow::Error::msg)?;
-    let autoscaler = Autoscaler::new(
+    let scale_downs = args.scale_down_enabled.then(|| {
+        ScaleDowns::new(
+            client.clone(),
+            evictions.clone(),
+            executor.clone(),
+            EventSink::new(
+                client.clone(),
+                CONTROLLER_NAME,
+                &identity,
+                args.event_dedup_window,
+            ),
+            metrics.clone(),
+            scale_down_config(&args),
+        )
+    });
+    let mut autoscaler = Autoscaler::new(
         client.clone(),
         executor,
         EventSink::new(
@@ -256,6 +314,9 @@ pub async fn run_until(
         },
         Some(leading_rx.clone()),
     );
+    if let Some(scale_downs) = scale_downs {
+        autoscaler = autoscaler.with_scale_down(scale_downs);
+    }
 
     loop {
         tokio::select! {

@@ -16,6 +16,7 @@ use dra_api::NodeGroup;
 use futures::TryStreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
@@ -116,6 +117,7 @@ pub struct Stores {
     device_taint_rules: Option<Store<DeviceTaintRule>>,
     daemon_sets: Store<DaemonSet>,
     priority_classes: Store<PriorityClass>,
+    pod_disruption_budgets: Store<PodDisruptionBudget>,
     node_groups: Store<NodeGroup>,
     gangs: Vec<(ApiResource, Store<DynamicObject>)>,
     /// Pods as untyped objects, only on clusters serving the 1.35
@@ -184,6 +186,7 @@ impl Stores {
                 .unwrap_or_default(),
             daemon_sets: self.daemon_sets.state(),
             priority_classes: self.priority_classes.state(),
+            pod_disruption_budgets: self.pod_disruption_budgets.state(),
             node_groups: self.node_groups.state(),
             pod_workload_refs: self
                 .legacy_pods
@@ -355,6 +358,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
             .then(|| typed(client, &mut tasks, all())),
         daemon_sets: typed(client, &mut tasks, all()),
         priority_classes: typed(client, &mut tasks, all()),
+        pod_disruption_budgets: typed(client, &mut tasks, all()),
         node_groups: typed(client, &mut tasks, all()),
         gangs,
         legacy_pods,
@@ -394,6 +398,7 @@ impl Stores {
         }
         self.daemon_sets.wait_until_ready().await?;
         self.priority_classes.wait_until_ready().await?;
+        self.pod_disruption_budgets.wait_until_ready().await?;
         self.node_groups.wait_until_ready().await?;
         for (_, s) in &self.gangs {
             s.wait_until_ready().await?;

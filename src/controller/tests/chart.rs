@@ -87,6 +87,7 @@ const WATCHED: &[(&str, &str)] = &[
     ("", "namespaces"),
     ("apps", "daemonsets"),
     ("scheduling.k8s.io", "priorityclasses"),
+    ("policy", "poddisruptionbudgets"),
     ("resource.k8s.io", "deviceclasses"),
     ("resource.k8s.io", "resourceslices"),
     ("resource.k8s.io", "resourceclaims"),
@@ -266,6 +267,17 @@ fn check(values: &str, text: &str) -> Rendered {
             "update"
         ));
         assert!(allows(rules, "events.k8s.io", "events", "create"));
+        // Scale-down: taint nodes, evict pods; nothing more on either.
+        assert!(allows(rules, "", "nodes", "patch"));
+        assert!(allows(rules, "", "pods/eviction", "create"));
+        assert!(
+            !allows(rules, "", "pods", "delete"),
+            "pods go through evictions"
+        );
+        assert!(
+            !allows(rules, "", "nodes", "delete"),
+            "machines go through the provider"
+        );
         assert!(allows(rules, "events.k8s.io", "events", "patch"));
         assert!(
             !allows(rules, "", "nodes", "create"),

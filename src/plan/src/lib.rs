@@ -8,6 +8,7 @@ pub mod gang;
 pub mod groups;
 pub mod planner;
 pub mod report;
+pub mod scaledown;
 #[cfg(feature = "testing")]
 pub mod testing;
 

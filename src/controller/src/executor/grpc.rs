@@ -7,7 +7,9 @@ use dra_provider::model::AtomicIncrease;
 use dra_provider::{ClientError, ProviderClient};
 use futures::future::BoxFuture;
 
-use super::{ErrorCategory, GroupRef, IncreaseRequest, Increased, ScaleError, ScaleExecutor};
+use super::{
+    ErrorCategory, GroupRef, IncreaseRequest, Increased, NodeToDelete, ScaleError, ScaleExecutor,
+};
 
 /// See the module docs.
 #[derive(Debug, Default)]
@@ -111,6 +113,35 @@ impl GrpcExecutor {
     }
 }
 
+impl GrpcExecutor {
+    async fn do_delete_nodes(
+        &self,
+        group: &GroupRef,
+        nodes: &[NodeToDelete],
+    ) -> Result<(), ScaleError> {
+        let op = "delete nodes of";
+        let client = self.client(group, op)?;
+        let refs: Vec<dra_provider::model::NodeRef> = nodes
+            .iter()
+            .map(|n| dra_provider::model::NodeRef {
+                provider_id: n.provider_id.clone(),
+                name: n.name.clone(),
+                labels: n.labels.clone(),
+                annotations: n.annotations.clone(),
+            })
+            .collect();
+        match client.delete_nodes(&group.provider_id, &refs).await {
+            Ok(()) => Ok(()),
+            // The machine is gone already (a removal finished before a restart).
+            Err(ClientError::Rpc { status, .. }) if status.code() == tonic::Code::NotFound => {
+                tracing::info!(node_group = %group.name, message = status.message(), "machines already gone");
+                Ok(())
+            }
+            Err(e) => Err(ScaleError::new(group, op, category(&e), e.to_string())),
+        }
+    }
+}
+
 impl ScaleExecutor for GrpcExecutor {
     fn increase<'a>(
         &'a self,
@@ -125,5 +156,13 @@ impl ScaleExecutor for GrpcExecutor {
         names: &'a [String],
     ) -> BoxFuture<'a, Result<(), ScaleError>> {
         Box::pin(self.do_delete(group, names))
+    }
+
+    fn delete_nodes<'a>(
+        &'a self,
+        group: &'a GroupRef,
+        nodes: &'a [NodeToDelete],
+    ) -> BoxFuture<'a, Result<(), ScaleError>> {
+        Box::pin(self.do_delete_nodes(group, nodes))
     }
 }

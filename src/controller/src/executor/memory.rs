@@ -6,7 +6,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
 
-use super::{ErrorCategory, GroupRef, IncreaseRequest, Increased, ScaleError, ScaleExecutor};
+use super::{
+    ErrorCategory, GroupRef, IncreaseRequest, Increased, NodeToDelete, ScaleError, ScaleExecutor,
+};
 
 /// A call the provider received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +21,13 @@ pub enum Call {
         group: GroupRef,
         /// The names passed.
         names: Vec<String>,
+    },
+    /// Registered nodes deleted by scale-down.
+    DeleteNodes {
+        /// The group.
+        group: GroupRef,
+        /// The node names passed.
+        nodes: Vec<String>,
     },
 }
 
@@ -84,7 +93,19 @@ impl InMemoryProvider {
             .into_iter()
             .filter_map(|c| match c {
                 Call::Increase(r) => Some(r),
-                Call::DeleteUnregistered { .. } => None,
+                Call::DeleteUnregistered { .. } | Call::DeleteNodes { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Node names deleted by scale-down so far, in order.
+    #[must_use]
+    pub fn deleted_nodes(&self) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .flat_map(|c| match c {
+                Call::DeleteNodes { nodes, .. } => nodes,
+                _ => Vec::new(),
             })
             .collect()
     }
@@ -169,6 +190,26 @@ impl ScaleExecutor for InMemoryProvider {
                 names: names.to_vec(),
             });
             Ok(())
+        })
+    }
+
+    fn delete_nodes<'a>(
+        &'a self,
+        group: &'a GroupRef,
+        nodes: &'a [NodeToDelete],
+    ) -> BoxFuture<'a, Result<(), ScaleError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            state.calls.push(Call::DeleteNodes {
+                group: group.clone(),
+                nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+            });
+            match state.failures.pop_front() {
+                Some((category, message)) => {
+                    Err(ScaleError::new(group, "delete nodes of", category, message))
+                }
+                None => Ok(()),
+            }
         })
     }
 }

@@ -41,6 +41,7 @@ mod requests;
 mod rollback;
 mod taint_toleration;
 mod topology;
+mod unbind;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
@@ -52,6 +53,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 pub use crate::selectors::SelectorParseError;
 pub use capacity::Allocatable;
 pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
+pub use unbind::TakenOff;
 
 use crate::gates::FeatureGates;
 use crate::objects::ObjectRef;

@@ -13,6 +13,7 @@ mod bind;
 mod check;
 mod claims;
 mod scan;
+mod unbind;
 mod undo;
 
 use std::collections::{BTreeMap, HashMap};
