@@ -203,7 +203,11 @@ impl FakeProvider {
                         &records.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
                     )
                     .await;
-                    return Err(err);
+                    // Everything this call started is gone again: tell the client it may
+                    // retry at once rather than wait for machines that will not come.
+                    return Err(ProviderError::NotStarted {
+                        message: format!("{err}; the instances this call started were rolled back"),
+                    });
                 }
             }
         }

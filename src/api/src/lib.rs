@@ -23,6 +23,6 @@ pub use crdgen::{CrdGenError, crd, crd_yaml};
 pub use new_node::{NewNode, SLICE_NODE_LABEL, new_node, new_node_label};
 pub use nodegroup::{
     CapacityType, LastScaleUp, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec, NodeGroupStatus,
-    NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UpcomingNode,
+    NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UnconfirmedRequest, UpcomingNode,
 };
 pub use validate::{InvalidNodeGroup, ValidationError};

@@ -35,8 +35,10 @@ use crate::backoff::{self, BackoffPolicy};
 use crate::events::{
     BACK_OFF, EventSink, FAILED_TO_SCALE_UP_GROUP, Notice, SCALE_UP_TIMED_OUT, SCALED_UP_GROUP,
 };
-use crate::executor::{ErrorCategory, GroupRef, IncreaseRequest, ScaleExecutor};
-use crate::inflight::{self, placeholders};
+use crate::executor::{
+    self, ErrorCategory, GroupRef, IncreaseRequest, Increased, ScaleError, ScaleExecutor,
+};
+use crate::inflight;
 use crate::metrics::{GroupLabels, Metrics};
 use crate::notices::{self, GroupOutcome, Refs};
 use crate::pods::PendingPolicy;
@@ -78,6 +80,9 @@ pub struct LoopSummary {
     pub backing_off: Vec<String>,
     /// Groups whose status write lost a race (retried next loop).
     pub conflicts: Vec<String>,
+    /// A scale-up never reached its provider: the next loop should come soon
+    /// (with jitter), not a whole scan interval later.
+    pub retry_soon: bool,
 }
 
 /// The loop's collaborators.
@@ -167,7 +172,9 @@ impl Autoscaler {
             return summary;
         }
 
-        let (groups, held_back) = self.reconcile_groups(inputs, now, &mut summary).await;
+        let (mut groups, held_back) = self.reconcile_groups(inputs, now, &mut summary).await;
+        self.resend_unconfirmed(&mut groups, now, &mut summary)
+            .await;
         let planning: Vec<NodeGroup> = groups
             .values()
             .filter(|g| {
@@ -227,7 +234,7 @@ impl Autoscaler {
                 tracing::warn!("lost leadership; stopping before the next scale-up");
                 break;
             }
-            let Some(group) = groups.get(&scale_up.node_group) else {
+            let Some(group) = groups.get_mut(&scale_up.node_group) else {
                 continue;
             };
             if let Some(outcome) = self
@@ -236,6 +243,10 @@ impl Autoscaler {
             {
                 outcomes.insert(scale_up.node_group.clone(), outcome);
             }
+        }
+
+        if !summary.scaled_up.is_empty() {
+            self.refresh_reserved_left(&mut groups).await;
         }
 
         let refs = Refs::new(inputs.pods.iter().map(AsRef::as_ref), &inputs.gang_objects);
@@ -314,6 +325,7 @@ impl Autoscaler {
                 now,
                 self.config.max_node_provision_time,
             );
+            backoff::expire(&mut rec.status, now);
             if !rec.timed_out.is_empty() {
                 self.give_up(&group, &mut rec, now, summary).await;
             }
@@ -437,7 +449,7 @@ impl Autoscaler {
     /// (the intent could not be recorded).
     async fn scale_up(
         &self,
-        group: &NodeGroup,
+        group: &mut NodeGroup,
         scale_up: &ScaleUp,
         report: &PlanReport,
         now: Timestamp,
@@ -447,15 +459,21 @@ impl Autoscaler {
         let before = group.status.clone().unwrap_or_default();
         let request_id = format!("{name}-{}", now.as_millisecond());
         let count = scale_up.count;
+        let is_gang = report
+            .pod_groups
+            .iter()
+            .any(|g| g.api.is_gang() && scale_up.pod_groups.contains(&g.pod_group));
+        let mut request = IncreaseRequest {
+            group: group_ref(group),
+            count,
+            atomic_min: is_gang.then_some(scale_up.min_count.min(count)),
+            request_id: request_id.clone(),
+        };
 
         // 1. Record the intent, conditional on the version we planned from.
         let mut intent = before.clone();
-        intent
-            .upcoming_nodes
-            .extend(placeholders(&request_id, count, now));
-        intent.upcoming_size = to_i32(intent.upcoming_nodes.len());
-        intent.target_size = intent.current_size + intent.upcoming_size;
-        let group = match self.status.write(group, intent.clone()).await {
+        inflight::record_intent(&mut intent, &request_id, count, request.atomic_min, now);
+        *group = match self.status.write(group, intent.clone()).await {
             Ok(g) => g,
             Err(error) => {
                 tracing::warn!(%error, node_group = %name, "scale-up intent not recorded; retrying next loop");
@@ -465,16 +483,6 @@ impl Autoscaler {
         };
 
         // 2. Ask the provider.
-        let is_gang = report
-            .pod_groups
-            .iter()
-            .any(|g| g.api.is_gang() && scale_up.pod_groups.contains(&g.pod_group));
-        let mut request = IncreaseRequest {
-            group: group_ref(&group),
-            count,
-            atomic_min: is_gang.then_some(scale_up.min_count.min(count)),
-            request_id: request_id.clone(),
-        };
         let mut result = self.executor.increase(&request).await;
         if matches!(&result, Err(e) if e.category == ErrorCategory::NotImplemented && request.atomic_min.is_some())
         {
@@ -486,60 +494,28 @@ impl Autoscaler {
         }
 
         // 3. Record the outcome.
-        let mut status = intent;
         let max = usize_of(group.spec.max_size);
         let from = usize_of(
             before
                 .target_size
                 .max(before.current_size + before.upcoming_size),
         );
-        match result {
-            Ok(done) => {
-                let started = done.started.min(count);
-                let mut mine: Vec<_> = status
-                    .upcoming_nodes
-                    .iter()
-                    .filter(|e| e.name.starts_with(&request_id))
-                    .cloned()
-                    .collect();
-                status
-                    .upcoming_nodes
-                    .retain(|e| !e.name.starts_with(&request_id));
-                mine.truncate(started);
-                if done.instance_ids.len() == mine.len() {
-                    for (entry, id) in mine.iter_mut().zip(&done.instance_ids) {
-                        entry.name.clone_from(id);
-                    }
-                }
-                status.upcoming_nodes.extend(mine);
-                status.upcoming_size = to_i32(status.upcoming_nodes.len());
-                status.target_size = status.current_size + status.upcoming_size;
-                status.last_scale_up = Some(LastScaleUp {
-                    time: Time(now),
-                    count: to_i32(started),
-                    outcome: ScaleUpOutcome::Succeeded,
-                    message: format!(
-                        "started {started} node(s) for {}",
-                        scale_up.pod_group_list()
-                    ),
-                });
-                backoff::clear(&mut status, now);
-                if let Err(error) = self.status.write(&group, status).await {
-                    // The placeholders stay; they are matched as nodes register.
-                    tracing::warn!(%error, node_group = %name, "scale-up outcome not recorded");
-                }
+        let for_what = scale_up.pod_group_list();
+        match self
+            .record_answer(group, intent, &request, result, &for_what, now, summary)
+            .await
+        {
+            Ok(started) => {
                 let to = from + started;
                 self.metrics
                     .record_scale_up(&name, scale_up.capacity_type.as_str(), started);
-                summary.scaled_up.insert(name.clone(), started);
                 let note = format!(
-                    "scaled up node group {name} from {from} to {to} (max {max}), {} capacity, for {}",
+                    "scaled up node group {name} from {from} to {to} (max {max}), {} capacity, for {for_what}",
                     scale_up.capacity_type,
-                    scale_up.pod_group_list()
                 );
                 self.events
                     .publish(
-                        &Self::group_notice(&group, false, SCALED_UP_GROUP, note),
+                        &Self::group_notice(group, false, SCALED_UP_GROUP, note),
                         now,
                     )
                     .await;
@@ -550,73 +526,229 @@ impl Autoscaler {
                     capacity_type: scale_up.capacity_type,
                 })
             }
-            Err(error) => {
-                let message = error.to_string();
-                let transient = error.category == ErrorCategory::Transient;
-                if !transient {
-                    // The provider refused: nothing started, nothing upcoming.
-                    status
-                        .upcoming_nodes
-                        .retain(|e| !e.name.starts_with(&request_id));
-                    status.upcoming_size = to_i32(status.upcoming_nodes.len());
-                    status.target_size = status.current_size + status.upcoming_size;
+            Err(message) => Some(GroupOutcome::Failed(message)),
+        }
+    }
+
+    /// Recomputes `reservedLeft` after this loop's scale-ups (a reservation's
+    /// slots are shared by its groups, so one group's scale-up changes the
+    /// others') and writes the groups whose value changed.
+    async fn refresh_reserved_left(&self, groups: &mut BTreeMap<String, NodeGroup>) {
+        let sizes: Vec<(dra_api::NodeGroupSpec, NodeGroupStatus)> = groups
+            .values()
+            .map(|g| (g.spec.clone(), g.status.clone().unwrap_or_default()))
+            .collect();
+        for (name, group) in groups.iter_mut() {
+            let mut status = group.status.clone().unwrap_or_default();
+            status.reserved_left =
+                inflight::reserved_left(&group.spec, sizes.iter().map(|(a, b)| (a, b)));
+            if group.status.as_ref() == Some(&status) {
+                continue;
+            }
+            self.record_group_gauges(name, group, &status);
+            match self.status.write(group, status).await {
+                Ok(written) => *group = written,
+                Err(error) => {
+                    tracing::warn!(%error, node_group = %name, "reservedLeft not updated; next loop will");
                 }
-                status.last_scale_up = Some(LastScaleUp {
-                    time: Time(now),
-                    count: to_i32(count),
-                    outcome: error.category.outcome(),
-                    message: if transient {
-                        format!(
-                            "{message}; the request may have gone through, so its nodes count as upcoming until they register or time out"
-                        )
-                    } else {
-                        message.clone()
-                    },
-                });
-                let until = (!transient).then(|| {
-                    backoff::enter(
-                        &self.config.backoff,
-                        &mut status,
-                        now,
-                        error.category.reason(),
-                        &message,
-                    )
-                });
-                if let Err(e) = self.status.write(&group, status).await {
-                    tracing::warn!(error = %e, node_group = %name, "scale-up failure not recorded");
+            }
+        }
+    }
+
+    /// Sends again, with the same request id, every all-or-nothing request
+    /// whose answer was lost (a deadline after sending, or a crash between the
+    /// intent and the answer): the provider answers a request id it has seen
+    /// with what it started then, so nothing starts twice, and the pods need
+    /// not wait out the provision time for machines that were never asked for.
+    async fn resend_unconfirmed(
+        &self,
+        groups: &mut BTreeMap<String, NodeGroup>,
+        now: Timestamp,
+        summary: &mut LoopSummary,
+    ) {
+        for (name, group) in groups.iter_mut() {
+            let status = group.status.clone().unwrap_or_default();
+            if status.unconfirmed_requests.is_empty() || summary.conflicts.contains(name) {
+                continue;
+            }
+            for unconfirmed in &status.unconfirmed_requests {
+                if !self.is_leader() {
+                    return;
                 }
-                self.metrics
-                    .record_failure(&name, error.category.metric_label());
-                summary.failed.insert(name.clone(), message.clone());
-                self.events
-                    .publish(
-                        &Self::group_notice(
-                            &group,
-                            true,
-                            FAILED_TO_SCALE_UP_GROUP,
-                            format!("scale-up of {count} node(s) failed: {message}"),
-                        ),
-                        now,
-                    )
-                    .await;
-                if let Some(until) = until {
+                let request = IncreaseRequest {
+                    group: group_ref(group),
+                    count: usize_of(unconfirmed.count),
+                    atomic_min: Some(usize_of(unconfirmed.min_count)),
+                    request_id: unconfirmed.request_id.clone(),
+                };
+                tracing::info!(node_group = %name, request_id = %request.request_id, count = request.count, "sending an unconfirmed scale-up again");
+                let result = self.executor.increase(&request).await;
+                let current = group.status.clone().unwrap_or_default();
+                let for_what = format!("request {} (sent again)", request.request_id);
+                if let Ok(started) = self
+                    .record_answer(group, current, &request, result, &for_what, now, summary)
+                    .await
+                {
+                    self.metrics
+                        .record_scale_up(name, group.spec.capacity_type.as_str(), started);
+                    let note = format!(
+                        "scale-up request {} confirmed: {started} node(s) of node group {name} started",
+                        request.request_id
+                    );
                     self.events
                         .publish(
-                            &Self::group_notice(
-                                &group,
-                                true,
-                                BACK_OFF,
-                                format!(
-                                    "not scaling node group {name} until {until}: {}",
-                                    error.category.reason()
-                                ),
-                            ),
+                            &Self::group_notice(group, false, SCALED_UP_GROUP, note),
                             now,
                         )
                         .await;
                 }
-                Some(GroupOutcome::Failed(message))
             }
         }
+    }
+
+    /// Records the provider's answer to `request` in `status` (which holds the
+    /// request's intent), writes it and updates `group` to what was written.
+    /// Returns how many machines started, or the failure message after the
+    /// failure's metric and Events.
+    ///
+    /// The three kinds of failure differ in what is left of the request:
+    /// never sent, nothing exists (release, retry shortly, no backoff);
+    /// refused, nothing exists (release, back off); unknown, it may exist
+    /// (keep the placeholders; an all-or-nothing request is sent again with
+    /// its request id next loop).
+    #[allow(clippy::too_many_arguments)]
+    async fn record_answer(
+        &self,
+        group: &mut NodeGroup,
+        mut status: NodeGroupStatus,
+        request: &IncreaseRequest,
+        result: Result<Increased, ScaleError>,
+        for_what: &str,
+        now: Timestamp,
+        summary: &mut LoopSummary,
+    ) -> Result<usize, String> {
+        let name = name_of(group);
+        let request_id = &request.request_id;
+        let count = request.count;
+        let outcome = match result {
+            Ok(done) => {
+                let started = done.started.min(count);
+                inflight::confirm(&mut status, request_id, started, &done.instance_ids);
+                status.last_scale_up = Some(LastScaleUp {
+                    time: Time(now),
+                    count: to_i32(started),
+                    outcome: ScaleUpOutcome::Succeeded,
+                    message: format!("started {started} node(s) for {for_what}"),
+                });
+                backoff::clear(&mut status, now);
+                summary.scaled_up.insert(name.clone(), started);
+                tracing::info!(node_group = %name, %request_id, started, "scale-up succeeded");
+                Ok(started)
+            }
+            Err(error) => Err(error),
+        };
+        let error = match outcome {
+            Ok(started) => {
+                match self.status.write(group, status).await {
+                    Ok(written) => *group = written,
+                    // The placeholders stay; they are matched as nodes register.
+                    Err(error) => {
+                        tracing::warn!(%error, node_group = %name, "scale-up outcome not recorded");
+                    }
+                }
+                return Ok(started);
+            }
+            Err(error) => error,
+        };
+        let message = error.to_string();
+        let atomic = request.atomic_min.is_some();
+        let (detail, refused) = match error.category {
+            ErrorCategory::NotSent => {
+                inflight::release(&mut status, request_id);
+                summary.retry_soon = true;
+                (
+                    format!("{message}; nothing was started, retrying shortly"),
+                    false,
+                )
+            }
+            ErrorCategory::Unknown if atomic => (
+                format!(
+                    "{message}; the request may have gone through: its nodes count as upcoming and it is sent again with request id {request_id}"
+                ),
+                false,
+            ),
+            // A plain increase has no request id to send again. An atomic one
+            // refused as not implemented is a re-send, and a plain increase
+            // with its id may have gone out before the answer was lost.
+            category
+                if category == ErrorCategory::Unknown
+                    || (category == ErrorCategory::NotImplemented && atomic) =>
+            {
+                inflight::unconfirmed_lost(&mut status, request_id);
+                (
+                    format!(
+                        "{message}; the request may have gone through, so its nodes count as upcoming until they register or time out"
+                    ),
+                    false,
+                )
+            }
+            _ => {
+                inflight::release(&mut status, request_id);
+                (message.clone(), true)
+            }
+        };
+        tracing::warn!(node_group = %name, %request_id, category = error.category.metric_label(), "{detail}");
+        status.last_scale_up = Some(LastScaleUp {
+            time: Time(now),
+            count: to_i32(count),
+            outcome: executor::outcome_of(error.category),
+            message: detail,
+        });
+        let until = refused.then(|| {
+            backoff::enter(
+                &self.config.backoff,
+                &mut status,
+                now,
+                error.category.reason(),
+                &message,
+            )
+        });
+        match self.status.write(group, status).await {
+            Ok(written) => *group = written,
+            Err(e) => {
+                tracing::warn!(error = %e, node_group = %name, "scale-up failure not recorded");
+            }
+        }
+        self.metrics
+            .record_failure(&name, error.category.metric_label());
+        summary.failed.insert(name.clone(), message.clone());
+        self.events
+            .publish(
+                &Self::group_notice(
+                    group,
+                    true,
+                    FAILED_TO_SCALE_UP_GROUP,
+                    format!("scale-up of {count} node(s) failed: {message}"),
+                ),
+                now,
+            )
+            .await;
+        if let Some(until) = until {
+            self.events
+                .publish(
+                    &Self::group_notice(
+                        group,
+                        true,
+                        BACK_OFF,
+                        format!(
+                            "not scaling node group {name} until {until}: {}",
+                            error.category.reason()
+                        ),
+                    ),
+                    now,
+                )
+                .await;
+        }
+        Err(message)
     }
 }

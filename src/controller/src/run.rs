@@ -254,10 +254,11 @@ pub async fn run_until(
         Some(leading_rx.clone()),
     );
 
+    let mut next_wait = scan;
     loop {
         tokio::select! {
             () = running.trigger.notified() => {}
-            () = tokio::time::sleep(scan) => {}
+            () = tokio::time::sleep(next_wait) => {}
             _ = shutdown.wait_for(|s| *s) => break,
         }
         let now = Timestamp::now();
@@ -268,6 +269,11 @@ pub async fn run_until(
             continue;
         }
         let summary = autoscaler.run_once(&stores.inputs(), now).await;
+        next_wait = if summary.retry_soon {
+            retry_wait(scan)
+        } else {
+            scan
+        };
         if !summary.scaled_up.is_empty()
             || !summary.failed.is_empty()
             || !summary.timed_out.is_empty()
@@ -291,4 +297,12 @@ pub async fn run_until(
     drop(running);
     let _ = health_task.await;
     Ok(())
+}
+
+/// How soon to try again after a scale-up that never reached its provider:
+/// a second or two, jittered so that controllers retrying a provider that just
+/// came back do not arrive together, and never later than the scan interval.
+fn retry_wait(scan: std::time::Duration) -> std::time::Duration {
+    let jittered = std::time::Duration::from_millis(1000 + fastrand::u64(0..2000));
+    jittered.min(scan)
 }
