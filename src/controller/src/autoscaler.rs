@@ -33,7 +33,8 @@ use tokio::sync::watch;
 
 use crate::backoff::{self, BackoffPolicy};
 use crate::events::{
-    BACK_OFF, EventSink, FAILED_TO_SCALE_UP_GROUP, Notice, SCALE_UP_TIMED_OUT, SCALED_UP_GROUP,
+    BACK_OFF, EventSink, FAILED_TO_SCALE_UP_GROUP, INVALID_NODE_GROUP, Notice, SCALE_UP_TIMED_OUT,
+    SCALED_UP_GROUP,
 };
 use crate::executor::{
     self, ErrorCategory, GroupRef, IncreaseRequest, Increased, ScaleError, ScaleExecutor,
@@ -44,6 +45,7 @@ use crate::notices::{self, GroupOutcome, Refs};
 use crate::pods::PendingPolicy;
 use crate::snapshot::{self, BuildOptions, Inputs, node_group_of};
 use crate::status::StatusWriter;
+use crate::validity::{self, Unusable};
 
 /// Settings of the loop.
 #[derive(Debug, Clone)]
@@ -88,6 +90,9 @@ pub struct LoopSummary {
 /// The loop's collaborators.
 pub struct Autoscaler {
     status: StatusWriter,
+    /// NodeGroups untyped, to write the condition of one that does not decode.
+    node_group_api: kube::Api<kube::api::DynamicObject>,
+    validity: validity::Reported,
     executor: Arc<dyn ScaleExecutor>,
     events: EventSink,
     metrics: Arc<Metrics>,
@@ -135,8 +140,14 @@ impl Autoscaler {
         config: LoopConfig,
         leading: Option<watch::Receiver<bool>>,
     ) -> Self {
+        let node_group_api = kube::Api::all_with(
+            client.clone(),
+            &kube::discovery::ApiResource::erase::<NodeGroup>(&()),
+        );
         Self {
             status: StatusWriter::new(client),
+            node_group_api,
+            validity: validity::Reported::default(),
             executor,
             events,
             metrics,
@@ -172,6 +183,8 @@ impl Autoscaler {
             return summary;
         }
 
+        self.report_unusable(&inputs.unusable_node_groups, now)
+            .await;
         let (mut groups, held_back) = self.reconcile_groups(inputs, now, &mut summary).await;
         self.resend_unconfirmed(&mut groups, now, &mut summary)
             .await;
@@ -277,8 +290,10 @@ impl Autoscaler {
             .observe(plan_started.elapsed().as_secs_f64());
         match result {
             Ok(report) => {
+                // The loop checked every group before (`validity`) and
+                // reported the invalid ones once; the planner's copy is noise.
                 for error in &report.node_group_errors {
-                    tracing::warn!(node_group = %error.node_group, error = %error.error, "invalid NodeGroup left out");
+                    tracing::debug!(node_group = %error.node_group, error = %error.error, "invalid NodeGroup left out");
                 }
                 Some(report)
             }
@@ -326,6 +341,13 @@ impl Autoscaler {
                 self.config.max_node_provision_time,
             );
             backoff::expire(&mut rec.status, now);
+            validity::set_valid(
+                &mut rec.status.conditions,
+                true,
+                "Valid",
+                "the NodeGroup decodes and passes validation",
+                now,
+            );
             if !rec.timed_out.is_empty() {
                 self.give_up(&group, &mut rec, now, summary).await;
             }
@@ -527,6 +549,52 @@ impl Autoscaler {
                 })
             }
             Err(message) => Some(GroupOutcome::Failed(message)),
+        }
+    }
+
+    /// Reports the NodeGroups the loop leaves out: a Warning Event and one log
+    /// line per new or changed problem, the gauge, and a `Valid=False`
+    /// condition on every one that does not carry it yet (also after a restart,
+    /// or when someone else rewrote the status).
+    async fn report_unusable(&self, unusable: &[Unusable], now: Timestamp) {
+        self.metrics
+            .invalid_node_groups
+            .set(i64::try_from(unusable.len()).unwrap_or(i64::MAX));
+        let changes = self.validity.update(unusable);
+        for name in &changes.recovered {
+            tracing::info!(node_group = %name, "NodeGroup no longer left out (fixed or deleted)");
+        }
+        for group in changes.new {
+            tracing::warn!(node_group = %group.name, reason = group.reason, "NodeGroup left out of autoscaling: {}", group.message);
+            let notice = Notice {
+                regarding: group.object_ref(),
+                warning: true,
+                reason: INVALID_NODE_GROUP,
+                action: "Validate",
+                note: format!(
+                    "left out of autoscaling until fixed ({}): {}",
+                    group.reason, group.message
+                ),
+            };
+            self.events.publish(&notice, now).await;
+        }
+        for group in unusable {
+            let mut conditions = validity::conditions_of(&group.object);
+            if !validity::set_valid(&mut conditions, false, group.reason, &group.message, now) {
+                continue;
+            }
+            let patch = serde_json::json!({ "status": { "conditions": conditions } });
+            if let Err(error) = self
+                .node_group_api
+                .patch_status(
+                    &group.name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await
+            {
+                tracing::debug!(%error, node_group = %group.name, "Valid condition not written; next loop will");
+            }
         }
     }
 

@@ -26,6 +26,8 @@ pub const FAILED_TO_SCALE_UP_GROUP: &str = "FailedToScaleUpGroup";
 pub const SCALE_UP_TIMED_OUT: &str = "ScaleUpTimedOut";
 /// On a NodeGroup: it is not scaled until its backoff ends.
 pub const BACK_OFF: &str = "BackOff";
+/// On a NodeGroup: it does not decode or validate and is left out.
+pub const INVALID_NODE_GROUP: &str = "InvalidNodeGroup";
 
 /// The API caps an event note at 1 KiB.
 const MAX_NOTE: usize = 1024;

@@ -35,6 +35,7 @@ pub mod pods;
 pub mod run;
 pub mod snapshot;
 pub mod status;
+pub mod validity;
 pub mod watch;
 
 pub use args::RunArgs;

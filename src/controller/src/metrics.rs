@@ -65,6 +65,8 @@ pub struct Metrics {
     pub last_loop_timestamp: Gauge,
     /// Loops that failed before finishing.
     pub loop_errors: Counter,
+    /// NodeGroups left out because they do not decode or validate.
+    pub invalid_node_groups: Gauge,
 }
 
 impl Default for Metrics {
@@ -92,6 +94,12 @@ impl Metrics {
         let leader = Gauge::default();
         let last_loop_timestamp = Gauge::default();
         let loop_errors = Counter::default();
+        let invalid_node_groups = Gauge::default();
+        registry.register(
+            "invalid_node_groups",
+            "NodeGroups left out because they do not decode or validate (see their Valid condition)",
+            invalid_node_groups.clone(),
+        );
         registry.register(
             "unschedulable_pods",
             "Pending pods the last loop planned for",
@@ -178,6 +186,7 @@ impl Metrics {
             leader,
             last_loop_timestamp,
             loop_errors,
+            invalid_node_groups,
         }
     }
 

@@ -69,8 +69,10 @@ pub struct Inputs {
     pub daemon_sets: Vec<Arc<DaemonSet>>,
     /// PriorityClasses, to resolve pod priorities.
     pub priority_classes: Vec<Arc<PriorityClass>>,
-    /// NodeGroups as watched.
+    /// NodeGroups as watched that decode and pass validation.
     pub node_groups: Vec<Arc<NodeGroup>>,
+    /// NodeGroups as watched that the loop must leave out, and why.
+    pub unusable_node_groups: Vec<crate::validity::Unusable>,
     /// Objects of every gang API the cluster serves.
     pub gang_objects: Vec<GangObject>,
     /// `spec.workloadRef` of pods on 1.35 clusters, by (namespace, name).
