@@ -32,6 +32,7 @@ use kube::Resource;
 use tokio::sync::watch;
 
 use crate::backoff::{self, BackoffPolicy};
+use crate::conditions;
 use crate::events::{
     BACK_OFF, EventSink, FAILED_TO_SCALE_UP_GROUP, INVALID_NODE_GROUP, Notice, SCALE_UP_TIMED_OUT,
     SCALED_UP_GROUP,
@@ -126,6 +127,29 @@ fn to_i32(n: usize) -> i32 {
 
 fn usize_of(n: i32) -> usize {
     usize::try_from(n.max(0)).unwrap_or(0)
+}
+
+/// The status fields derived from the sizes of every group: `reservedLeft`
+/// (a reservation's slots are shared by its groups) and `AtMinSize`.
+fn set_derived(
+    spec: &dra_api::NodeGroupSpec,
+    status: &mut NodeGroupStatus,
+    sizes: &[(dra_api::NodeGroupSpec, NodeGroupStatus)],
+    now: Timestamp,
+) {
+    status.reserved_left = inflight::reserved_left(spec, sizes.iter().map(|(a, b)| (a, b)));
+    let (at_min, reason, message) = conditions::at_min_size(
+        spec,
+        status.current_size.saturating_add(status.upcoming_size),
+    );
+    conditions::set(
+        &mut status.conditions,
+        conditions::AT_MIN_SIZE,
+        at_min,
+        reason,
+        &message,
+        now,
+    );
 }
 
 impl Autoscaler {
@@ -259,7 +283,7 @@ impl Autoscaler {
         }
 
         if !summary.scaled_up.is_empty() {
-            self.refresh_reserved_left(&mut groups).await;
+            self.refresh_reserved_left(&mut groups, now).await;
         }
 
         let refs = Refs::new(inputs.pods.iter().map(AsRef::as_ref), &inputs.gang_objects);
@@ -362,8 +386,7 @@ impl Autoscaler {
         let mut out = BTreeMap::new();
         let mut held_back = Vec::new();
         for (name, (group, mut status)) in desired {
-            status.reserved_left =
-                inflight::reserved_left(&group.spec, sizes.iter().map(|(a, b)| (a, b)));
+            set_derived(&group.spec, &mut status, &sizes, now);
             self.record_group_gauges(&name, &group, &status);
             if let Some(until) = backoff::backing_off_until(&status, now) {
                 let reason = backoff::backoff_reason(&status).unwrap_or("Failed");
@@ -598,18 +621,21 @@ impl Autoscaler {
         }
     }
 
-    /// Recomputes `reservedLeft` after this loop's scale-ups (a reservation's
+    /// Recomputes `reservedLeft` and `AtMinSize` after this loop's scale-ups (a reservation's
     /// slots are shared by its groups, so one group's scale-up changes the
     /// others') and writes the groups whose value changed.
-    async fn refresh_reserved_left(&self, groups: &mut BTreeMap<String, NodeGroup>) {
+    async fn refresh_reserved_left(
+        &self,
+        groups: &mut BTreeMap<String, NodeGroup>,
+        now: Timestamp,
+    ) {
         let sizes: Vec<(dra_api::NodeGroupSpec, NodeGroupStatus)> = groups
             .values()
             .map(|g| (g.spec.clone(), g.status.clone().unwrap_or_default()))
             .collect();
         for (name, group) in groups.iter_mut() {
             let mut status = group.status.clone().unwrap_or_default();
-            status.reserved_left =
-                inflight::reserved_left(&group.spec, sizes.iter().map(|(a, b)| (a, b)));
+            set_derived(&group.spec, &mut status, &sizes, now);
             if group.status.as_ref() == Some(&status) {
                 continue;
             }

@@ -24,6 +24,7 @@
 pub mod args;
 pub mod autoscaler;
 pub mod backoff;
+pub mod conditions;
 pub mod events;
 pub mod executor;
 pub mod health;

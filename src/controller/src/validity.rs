@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use dra_api::NodeGroup;
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::api::DynamicObject;
@@ -96,8 +96,7 @@ fn decode_one(object: &DynamicObject) -> Result<NodeGroup, String> {
     })
 }
 
-/// Sets the `Valid` condition as upstream's `meta.SetStatusCondition` does:
-/// `lastTransitionTime` moves only when the status changes. Returns whether
+/// Sets the `Valid` condition ([`crate::conditions::set`]). Returns whether
 /// anything changed.
 pub fn set_valid(
     conditions: &mut Vec<Condition>,
@@ -106,30 +105,7 @@ pub fn set_valid(
     message: &str,
     now: Timestamp,
 ) -> bool {
-    let status = if valid { "True" } else { "False" };
-    match conditions.iter_mut().find(|c| c.type_ == VALID_CONDITION) {
-        Some(c) if c.status == status && c.reason == reason && c.message == message => false,
-        Some(c) => {
-            if c.status != status {
-                c.status = status.into();
-                c.last_transition_time = Time(now);
-            }
-            reason.clone_into(&mut c.reason);
-            message.clone_into(&mut c.message);
-            true
-        }
-        None => {
-            conditions.push(Condition {
-                type_: VALID_CONDITION.into(),
-                status: status.into(),
-                reason: reason.into(),
-                message: message.into(),
-                last_transition_time: Time(now),
-                observed_generation: None,
-            });
-            true
-        }
-    }
+    crate::conditions::set(conditions, VALID_CONDITION, valid, reason, message, now)
 }
 
 /// The conditions of an object that may not decode: those that do, in order.
@@ -252,19 +228,5 @@ mod tests {
         assert_eq!(reported.update(&other).new.len(), 1, "new message");
         let changes = reported.update(&[]);
         assert_eq!(changes.recovered, ["a"]);
-    }
-
-    #[test]
-    fn valid_condition_moves_its_time_only_on_a_status_change() {
-        let t0: Timestamp = "2026-12-01T10:00:00Z".parse().unwrap();
-        let t1: Timestamp = "2026-12-01T11:00:00Z".parse().unwrap();
-        let mut conditions = Vec::new();
-        assert!(set_valid(&mut conditions, false, INVALID_SPEC, "x", t0));
-        assert!(!set_valid(&mut conditions, false, INVALID_SPEC, "x", t1));
-        assert!(set_valid(&mut conditions, false, INVALID_SPEC, "y", t1));
-        assert_eq!(conditions[0].last_transition_time.0, t0);
-        assert!(set_valid(&mut conditions, true, "Valid", "ok", t1));
-        assert_eq!(conditions[0].last_transition_time.0, t1);
-        assert_eq!(conditions.len(), 1);
     }
 }

@@ -7,34 +7,34 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Controller, cluster, create_gang, create_node_group, events, node_group};
+use common::{
+    Controller, cluster, create_gang, create_node_group, create_node_group_json, events, node_group,
+};
 use dra_api::NodeGroup;
 use dra_controller::executor::memory::InMemoryProvider;
 use kube::Client;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject};
 use kube::discovery::ApiResource;
 
 fn node_groups(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &ApiResource::erase::<NodeGroup>(&()))
 }
 
-/// A NodeGroup as `kubectl apply --validate=false` would store it.
 async fn create_raw(client: &Client, name: &str, capacity_type: &str, cpu: &str) {
-    let object: DynamicObject = serde_json::from_value(serde_json::json!({
-        "apiVersion": "dra-autoscaler.io/v1alpha1",
-        "kind": "NodeGroup",
-        "metadata": {"name": name},
-        "spec": {
-            "provider": "fake", "providerID": format!("{name}-pool"),
-            "minSize": 0, "maxSize": 4, "capacityType": capacity_type, "pricePerHour": 1.0,
-            "template": {"capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
-        },
-    }))
-    .expect("NodeGroup JSON");
-    node_groups(client)
-        .create(&PostParams::default(), &object)
-        .await
-        .expect("NodeGroup stored");
+    create_node_group_json(
+        client,
+        serde_json::json!({
+            "apiVersion": "dra-autoscaler.io/v1alpha1",
+            "kind": "NodeGroup",
+            "metadata": {"name": name},
+            "spec": {
+                "provider": "fake", "providerID": format!("{name}-pool"),
+                "minSize": 0, "maxSize": 4, "capacityType": capacity_type, "pricePerHour": 1.0,
+                "template": {"capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
+            },
+        }),
+    )
+    .await;
 }
 
 /// The `Valid` condition as (status, reason, message).
