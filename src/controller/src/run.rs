@@ -262,13 +262,21 @@ pub async fn run_until(
             _ = shutdown.wait_for(|s| *s) => break,
         }
         let now = Timestamp::now();
-        health.beat(now);
         let leading = *leading_rx.borrow();
         metrics.leader.set(i64::from(leading));
-        if !leading || !stores.is_ready() {
+        if !leading {
+            // A standby is alive as long as its loop ticks.
+            health.beat(now);
+            continue;
+        }
+        // A leader is alive only while loops complete: one whose watches never
+        // list (or whose loop hangs) fails /healthz, is restarted and so gives
+        // the lease to a replica that can act.
+        if !stores.is_ready() {
             continue;
         }
         let summary = autoscaler.run_once(&stores.inputs(), now).await;
+        health.beat(Timestamp::now());
         next_wait = if summary.retry_soon {
             retry_wait(scan)
         } else {
