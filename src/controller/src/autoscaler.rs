@@ -94,6 +94,8 @@ pub struct Autoscaler {
     /// NodeGroups untyped, to write the condition of one that does not decode.
     node_group_api: kube::Api<kube::api::DynamicObject>,
     validity: validity::Reported,
+    /// Groups with per-group metric series, to remove those of groups that go.
+    with_series: std::sync::Mutex<BTreeSet<String>>,
     executor: Arc<dyn ScaleExecutor>,
     events: EventSink,
     metrics: Arc<Metrics>,
@@ -172,6 +174,7 @@ impl Autoscaler {
             status: StatusWriter::new(client),
             node_group_api,
             validity: validity::Reported::default(),
+            with_series: std::sync::Mutex::default(),
             executor,
             events,
             metrics,
@@ -404,7 +407,24 @@ impl Autoscaler {
                 }
             }
         }
+        self.forget_gone_groups(&out);
         (out, held_back)
+    }
+
+    /// Removes the metric series of groups that are gone (deleted, or left
+    /// out as invalid).
+    fn forget_gone_groups(&self, groups: &BTreeMap<String, NodeGroup>) {
+        let mut with_series = self
+            .with_series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for gone in with_series
+            .iter()
+            .filter(|name| !groups.contains_key(*name))
+        {
+            self.metrics.forget_group(gone);
+        }
+        *with_series = groups.keys().cloned().collect();
     }
 
     fn record_group_gauges(&self, name: &str, group: &NodeGroup, status: &NodeGroupStatus) {

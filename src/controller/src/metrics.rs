@@ -69,6 +69,19 @@ pub struct Metrics {
     pub invalid_node_groups: Gauge,
 }
 
+impl Metrics {
+    /// Removes the per-group series of a NodeGroup that is gone, so that a
+    /// deleted group does not report its last values forever.
+    pub fn forget_group(&self, node_group: &str) {
+        let labels = GroupLabels {
+            node_group: node_group.to_string(),
+        };
+        self.upcoming_nodes.remove(&labels);
+        self.reservation_used.remove(&labels);
+        self.reservation_left.remove(&labels);
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()

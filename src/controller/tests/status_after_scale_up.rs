@@ -68,3 +68,28 @@ async fn reserved_left_counts_this_loops_scale_up_and_below_min_size_is_explaine
     assert!(message.contains("below spec.minSize 1"), "{message}");
     assert!(message.contains("only for pending pods"), "{message}");
 }
+
+#[tokio::test]
+async fn a_deleted_group_leaves_no_metric_series_behind() {
+    let server = cluster().await;
+    let client = server.client();
+    create_node_group_json(&client, group("reserved", 0, Some(4))).await;
+    create_node_group_json(&client, group("spare", 0, None)).await;
+    let controller = Controller::start(&client, Arc::new(InMemoryProvider::new())).await;
+    controller.run_once().await;
+    let text = controller.metrics.encode();
+    assert!(text.contains("node_group=\"reserved\""), "{text}");
+    assert!(text.contains("node_group=\"spare\""), "{text}");
+
+    kube::Api::<dra_api::NodeGroup>::all(client.clone())
+        .delete("reserved", &Default::default())
+        .await
+        .expect("deleted");
+    controller
+        .wait_for("the deletion", |i| i.node_groups.len() == 1)
+        .await;
+    controller.run_once().await;
+    let text = controller.metrics.encode();
+    assert!(!text.contains("node_group=\"reserved\""), "{text}");
+    assert!(text.contains("node_group=\"spare\""), "{text}");
+}
