@@ -203,6 +203,7 @@ impl Autoscaler {
     }
 
     /// Runs one loop over `inputs` at `now`.
+    #[tracing::instrument(name = "loop", skip_all, fields(at = %now))]
     pub async fn run_once(&self, inputs: &Inputs, now: Timestamp) -> LoopSummary {
         let started = Instant::now();
         let mut summary = LoopSummary::default();
@@ -451,6 +452,7 @@ impl Autoscaler {
 
     /// Timed-out placeholders: ask the provider to delete them, mark the last
     /// scale-up failed if they were its nodes, and back the group off.
+    #[tracing::instrument(name = "give_up", skip_all, fields(node_group = %name_of(group)))]
     async fn give_up(
         &self,
         group: &NodeGroup,
@@ -512,6 +514,11 @@ impl Autoscaler {
 
     /// Executes one ScaleUp of the plan. `None` when it was not attempted
     /// (the intent could not be recorded).
+    #[tracing::instrument(
+        name = "scale_up",
+        skip_all,
+        fields(node_group = %scale_up.node_group, count = scale_up.count, request_id)
+    )]
     async fn scale_up(
         &self,
         group: &mut NodeGroup,
@@ -524,6 +531,7 @@ impl Autoscaler {
         let before = group.status.clone().unwrap_or_default();
         let request_id = format!("{name}-{}", now.as_millisecond());
         let count = scale_up.count;
+        tracing::Span::current().record("request_id", request_id.as_str());
         let is_gang = report
             .pod_groups
             .iter()
@@ -731,6 +739,11 @@ impl Autoscaler {
     /// (keep the placeholders; an all-or-nothing request is sent again with
     /// its request id next loop).
     #[allow(clippy::too_many_arguments)]
+    #[tracing::instrument(
+        name = "answer",
+        skip_all,
+        fields(node_group = %request.group.name, request_id = %request.request_id)
+    )]
     async fn record_answer(
         &self,
         group: &mut NodeGroup,
