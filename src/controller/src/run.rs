@@ -314,3 +314,28 @@ fn retry_wait(scan: std::time::Duration) -> std::time::Duration {
     let jittered = std::time::Duration::from_millis(1000 + fastrand::u64(0..2000));
     jittered.min(scan)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_retry_after_a_call_never_sent_comes_in_one_to_three_seconds_jittered() {
+        let waits: std::collections::BTreeSet<Duration> = (0..50)
+            .map(|_| retry_wait(Duration::from_secs(10)))
+            .collect();
+        assert!(
+            waits
+                .iter()
+                .all(|w| (Duration::from_secs(1)..Duration::from_secs(3)).contains(w)),
+            "{waits:?}"
+        );
+        assert!(waits.len() > 1, "jittered: {waits:?}");
+        assert_eq!(
+            retry_wait(Duration::from_millis(500)),
+            Duration::from_millis(500),
+            "never later than the scan interval"
+        );
+    }
+}
