@@ -323,9 +323,17 @@ impl FakeProvider {
                     );
                 }
                 Err(err) => {
-                    let names: Vec<String> = records.iter().map(|r| r.name.clone()).collect();
-                    self.roll_back(state, &group.name, &names).await;
-                    return Err(err);
+                    self.roll_back(
+                        state,
+                        &group.name,
+                        &records.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
+                    )
+                    .await;
+                    // Everything this call started is gone again: tell the client it may
+                    // retry at once rather than wait for machines that will not come.
+                    return Err(ProviderError::NotStarted {
+                        message: format!("{err}; the instances this call started were rolled back"),
+                    });
                 }
             }
         }

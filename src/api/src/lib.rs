@@ -25,7 +25,8 @@ pub use crdgen::{CrdGenError, crd, crd_yaml};
 pub use new_node::{NewNode, SLICE_NODE_LABEL, new_node, new_node_label};
 pub use nodegroup::{
     CapacityType, LastScaleUp, NODE_GROUP_API_VERSION, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec,
-    NodeGroupStatus, NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UpcomingNode,
+    NodeGroupStatus, NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UnconfirmedRequest,
+    UpcomingNode,
 };
 pub use scale_down::{BadDuration, ScaleDownPolicy, UnneededNode, parse_duration};
 pub use validate::{InvalidNodeGroup, ValidationError};

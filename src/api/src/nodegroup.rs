@@ -189,6 +189,10 @@ pub struct NodeGroupStatus {
     /// No scale-up is tried before this time after a failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff_until: Option<Time>,
+    /// When the last backoff window began: with `backoffUntil` it gives the window's
+    /// length, which the next failure soon after doubles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff_started: Option<Time>,
     /// The most recent scale-up attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_scale_up: Option<LastScaleUp>,
@@ -199,6 +203,12 @@ pub struct NodeGroupStatus {
     /// found so; a node is removed once it has been unneeded for the group's unneeded time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unneeded_nodes: Vec<UnneededNode>,
+    /// All-or-nothing requests whose outcome the provider has not confirmed yet:
+    /// recorded before the provider is called and removed once it answers. One
+    /// still here after a restart or a lost answer is sent again with the same
+    /// request id, which the provider answers without starting machines twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unconfirmed_requests: Vec<UnconfirmedRequest>,
     /// Standard conditions (`Ready`, `Backoff`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
@@ -230,6 +240,18 @@ pub enum ScaleUpOutcome {
     QuotaExceeded,
     /// Any other failure.
     Failed,
+}
+
+/// An all-or-nothing increase sent (or about to be sent) whose answer is not known.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnconfirmedRequest {
+    /// The idempotency token; also the prefix of its `upcomingNodes` placeholders.
+    pub request_id: String,
+    /// Machines asked for.
+    pub count: i32,
+    /// The fewest machines worth starting together.
+    pub min_count: i32,
 }
 
 /// A machine that was requested and has not registered yet.

@@ -26,6 +26,7 @@
 pub mod args;
 pub mod autoscaler;
 pub mod backoff;
+pub mod conditions;
 pub mod events;
 pub mod executor;
 pub mod health;
@@ -38,6 +39,7 @@ pub mod run;
 pub mod scaledown;
 pub mod snapshot;
 pub mod status;
+pub mod validity;
 pub mod watch;
 
 pub use args::RunArgs;

@@ -78,6 +78,21 @@ pub struct Metrics {
     pub scaled_down_nodes: Family<ScaleDownLabels, Counter>,
     /// Nodes found unneeded in the last loop, per group.
     pub unneeded_nodes: Family<GroupLabels, Gauge>,
+    /// NodeGroups left out because they do not decode or validate.
+    pub invalid_node_groups: Gauge,
+}
+
+impl Metrics {
+    /// Removes the per-group series of a NodeGroup that is gone, so that a
+    /// deleted group does not report its last values forever.
+    pub fn forget_group(&self, node_group: &str) {
+        let labels = GroupLabels {
+            node_group: node_group.to_string(),
+        };
+        self.upcoming_nodes.remove(&labels);
+        self.reservation_used.remove(&labels);
+        self.reservation_left.remove(&labels);
+    }
 }
 
 impl Default for Metrics {
@@ -107,6 +122,12 @@ impl Metrics {
         let loop_errors = Counter::default();
         let scaled_down_nodes = Family::default();
         let unneeded_nodes = Family::default();
+        let invalid_node_groups = Gauge::default();
+        registry.register(
+            "invalid_node_groups",
+            "NodeGroups left out because they do not decode or validate (see their Valid condition)",
+            invalid_node_groups.clone(),
+        );
         registry.register(
             "unschedulable_pods",
             "Pending pods the last loop planned for",
@@ -205,6 +226,7 @@ impl Metrics {
             loop_errors,
             scaled_down_nodes,
             unneeded_nodes,
+            invalid_node_groups,
         }
     }
 

@@ -318,20 +318,34 @@ pub async fn run_with_clients(
         autoscaler = autoscaler.with_scale_down(scale_downs);
     }
 
+    let mut next_wait = scan;
     loop {
         tokio::select! {
             () = running.trigger.notified() => {}
-            () = tokio::time::sleep(scan) => {}
+            () = tokio::time::sleep(next_wait) => {}
             _ = shutdown.wait_for(|s| *s) => break,
         }
         let now = Timestamp::now();
-        health.beat(now);
         let leading = *leading_rx.borrow();
         metrics.leader.set(i64::from(leading));
-        if !leading || !stores.is_ready() {
+        if !leading {
+            // A standby is alive as long as its loop ticks.
+            health.beat(now);
+            continue;
+        }
+        // A leader is alive only while loops complete: one whose watches never
+        // list (or whose loop hangs) fails /healthz, is restarted and so gives
+        // the lease to a replica that can act.
+        if !stores.is_ready() {
             continue;
         }
         let summary = autoscaler.run_once(&stores.inputs(), now).await;
+        health.beat(Timestamp::now());
+        next_wait = if summary.retry_soon {
+            retry_wait(scan)
+        } else {
+            scan
+        };
         if !summary.scaled_up.is_empty()
             || !summary.failed.is_empty()
             || !summary.timed_out.is_empty()
@@ -355,4 +369,37 @@ pub async fn run_with_clients(
     drop(running);
     let _ = health_task.await;
     Ok(())
+}
+
+/// How soon to try again after a scale-up that never reached its provider:
+/// a second or two, jittered so that controllers retrying a provider that just
+/// came back do not arrive together, and never later than the scan interval.
+fn retry_wait(scan: std::time::Duration) -> std::time::Duration {
+    let jittered = std::time::Duration::from_millis(1000 + fastrand::u64(0..2000));
+    jittered.min(scan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_retry_after_a_call_never_sent_comes_in_one_to_three_seconds_jittered() {
+        let waits: std::collections::BTreeSet<Duration> = (0..50)
+            .map(|_| retry_wait(Duration::from_secs(10)))
+            .collect();
+        assert!(
+            waits
+                .iter()
+                .all(|w| (Duration::from_secs(1)..Duration::from_secs(3)).contains(w)),
+            "{waits:?}"
+        );
+        assert!(waits.len() > 1, "jittered: {waits:?}");
+        assert_eq!(
+            retry_wait(Duration::from_millis(500)),
+            Duration::from_millis(500),
+            "never later than the scan interval"
+        );
+    }
 }

@@ -72,8 +72,10 @@ pub struct Inputs {
     pub priority_classes: Vec<Arc<PriorityClass>>,
     /// PodDisruptionBudgets: passed to scale-down as extra objects.
     pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
-    /// NodeGroups as watched.
+    /// NodeGroups as watched that decode and pass validation.
     pub node_groups: Vec<Arc<NodeGroup>>,
+    /// NodeGroups as watched that the loop must leave out, and why.
+    pub unusable_node_groups: Vec<crate::validity::Unusable>,
     /// Objects of every gang API the cluster serves.
     pub gang_objects: Vec<GangObject>,
     /// `spec.workloadRef` of pods on 1.35 clusters, by (namespace, name).

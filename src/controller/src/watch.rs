@@ -118,7 +118,9 @@ pub struct Stores {
     daemon_sets: Store<DaemonSet>,
     priority_classes: Store<PriorityClass>,
     pod_disruption_budgets: Store<PodDisruptionBudget>,
-    node_groups: Store<NodeGroup>,
+    /// Untyped, so that one object this binary cannot decode does not fail
+    /// the whole list (see [`crate::validity`]).
+    node_groups: Store<DynamicObject>,
     gangs: Vec<(ApiResource, Store<DynamicObject>)>,
     /// Pods as untyped objects, only on clusters serving the 1.35
     /// `scheduling.k8s.io/v1alpha1` Workload API: their `spec.workloadRef`
@@ -171,6 +173,7 @@ impl Stores {
     /// What the stores hold now.
     #[must_use]
     pub fn inputs(&self) -> Inputs {
+        let (node_groups, unusable_node_groups) = crate::validity::decode(self.node_groups.state());
         Inputs {
             nodes: self.nodes.state(),
             pods: self.pods.state(),
@@ -187,7 +190,8 @@ impl Stores {
             daemon_sets: self.daemon_sets.state(),
             priority_classes: self.priority_classes.state(),
             pod_disruption_budgets: self.pod_disruption_budgets.state(),
-            node_groups: self.node_groups.state(),
+            node_groups,
+            unusable_node_groups,
             pod_workload_refs: self
                 .legacy_pods
                 .as_ref()
@@ -286,6 +290,24 @@ where
     reader
 }
 
+fn untyped(
+    client: &Client,
+    tasks: &mut Vec<JoinHandle<()>>,
+    ar: &ApiResource,
+) -> Store<DynamicObject> {
+    let writer = Writer::<DynamicObject>::new(ar.clone());
+    let reader = writer.as_reader();
+    spawn_reflector(
+        ar.kind.clone(),
+        Api::<DynamicObject>::all_with(client.clone(), ar),
+        watcher::Config::default(),
+        writer,
+        tasks,
+        |_| {},
+    );
+    reader
+}
+
 /// Starts a reflector for every kind and returns once they are running (not
 /// synced: see [`Stores::is_ready`]).
 #[must_use]
@@ -359,7 +381,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         daemon_sets: typed(client, &mut tasks, all()),
         priority_classes: typed(client, &mut tasks, all()),
         pod_disruption_budgets: typed(client, &mut tasks, all()),
-        node_groups: typed(client, &mut tasks, all()),
+        node_groups: untyped(client, &mut tasks, &ApiResource::erase::<NodeGroup>(&())),
         gangs,
         legacy_pods,
         ready: ready_rx,

@@ -221,6 +221,20 @@ fn check(values: &str, text: &str) -> Rendered {
                         c.name
                     );
                     if c.name == "controller" {
+                        let timeout: k8s_openapi::jiff::SignedDuration = c
+                            .env
+                            .iter()
+                            .flatten()
+                            .find(|e| e.name == "DRA_AUTOSCALER_PROVIDER_TIMEOUT")
+                            .and_then(|e| e.value.as_deref())
+                            .unwrap_or("30s")
+                            .parse()
+                            .expect("a duration");
+                        let grace = pod.termination_grace_period_seconds.unwrap_or(30);
+                        assert!(
+                            grace > timeout.as_secs() + 5,
+                            "{values}/{name}: terminationGracePeriodSeconds {grace} must outlast the provider timeout ({timeout:#}) and a status write"
+                        );
                         for e in c.env.iter().flatten() {
                             let value = match (&e.value, &e.value_from) {
                                 (Some(v), _) => v.clone(),

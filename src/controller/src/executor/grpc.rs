@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use dra_provider::ProviderClient;
 use dra_provider::model::AtomicIncrease;
-use dra_provider::{ClientError, ProviderClient};
 use futures::future::BoxFuture;
 
 use super::{
@@ -17,23 +17,12 @@ pub struct GrpcExecutor {
     clients: BTreeMap<String, ProviderClient>,
 }
 
-fn category(error: &ClientError) -> ErrorCategory {
-    match error.category() {
-        dra_provider::ErrorCategory::Transient => ErrorCategory::Transient,
-        dra_provider::ErrorCategory::OutOfCapacity => ErrorCategory::OutOfCapacity,
-        dra_provider::ErrorCategory::Quota => ErrorCategory::Quota,
-        dra_provider::ErrorCategory::NotImplemented => ErrorCategory::NotImplemented,
-        dra_provider::ErrorCategory::Config => ErrorCategory::Config,
-        dra_provider::ErrorCategory::Rejected => ErrorCategory::Other,
-    }
-}
-
 fn count_i32(group: &GroupRef, operation: &'static str, n: usize) -> Result<i32, ScaleError> {
     i32::try_from(n).map_err(|_| {
         ScaleError::new(
             group,
             operation,
-            ErrorCategory::Other,
+            ErrorCategory::Rejected,
             format!("count {n} is too large"),
         )
     })
@@ -79,7 +68,7 @@ impl GrpcExecutor {
                         request_id: request.request_id.clone(),
                     })
                     .await
-                    .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))?;
+                    .map_err(|e| ScaleError::new(group, op, e.category(), e.to_string()))?;
                 Ok(Increased {
                     started: ids.len(),
                     instance_ids: ids,
@@ -91,7 +80,7 @@ impl GrpcExecutor {
                 client
                     .increase_size(&group.provider_id, count_i32(group, op, request.count)?)
                     .await
-                    .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))?;
+                    .map_err(|e| ScaleError::new(group, op, e.category(), e.to_string()))?;
                 Ok(Increased {
                     started: request.count,
                     instance_ids: Vec::new(),
@@ -109,7 +98,7 @@ impl GrpcExecutor {
         client
             .decrease_target_size(&group.provider_id, delta)
             .await
-            .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))
+            .map_err(|e| ScaleError::new(group, op, e.category(), e.to_string()))
     }
 }
 

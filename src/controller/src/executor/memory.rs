@@ -41,6 +41,8 @@ struct State {
     answered: BTreeMap<String, Increased>,
     next_id: usize,
     no_atomic: bool,
+    /// Increases still to be applied with their answer lost.
+    lose_answers: usize,
 }
 
 /// See the module docs.
@@ -72,6 +74,13 @@ impl InMemoryProvider {
         self.lock()
             .capacity
             .insert(provider_id.to_string(), machines);
+    }
+
+    /// The next increase is applied but its answer is lost: the caller gets an
+    /// [`ErrorCategory::Unknown`] failure, as after a deadline that passed
+    /// while the provider was starting the machines.
+    pub fn lose_next_answer(&self) {
+        self.lock().lose_answers += 1;
     }
 
     /// Atomic increases fail with [`ErrorCategory::NotImplemented`], as a
@@ -111,6 +120,21 @@ impl InMemoryProvider {
     }
 
     fn do_increase(&self, request: &IncreaseRequest) -> Result<Increased, ScaleError> {
+        let done = self.apply_increase(request)?;
+        let mut state = self.lock();
+        if state.lose_answers > 0 {
+            state.lose_answers -= 1;
+            return Err(ScaleError::new(
+                &request.group,
+                "increase",
+                ErrorCategory::Unknown,
+                "deadline exceeded after the request was sent",
+            ));
+        }
+        Ok(done)
+    }
+
+    fn apply_increase(&self, request: &IncreaseRequest) -> Result<Increased, ScaleError> {
         let mut state = self.lock();
         state.calls.push(Call::Increase(request.clone()));
         if let Some(done) = state.answered.get(&request.request_id) {

@@ -103,6 +103,16 @@ pub async fn create_node_group_with_id(
         .expect("NodeGroup created")
 }
 
+/// A NodeGroup stored from raw JSON, as `kubectl apply --validate=false`
+/// would store it (it need not decode).
+pub async fn create_node_group_json(client: &Client, object: serde_json::Value) {
+    let object: DynamicObject = serde_json::from_value(object).expect("NodeGroup JSON");
+    Api::<DynamicObject>::all_with(client.clone(), &ApiResource::erase::<NodeGroup>(&()))
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("NodeGroup stored");
+}
+
 /// A pod asking for `cpu` CPUs, in gang `gang` when given, that the scheduler
 /// has marked unschedulable.
 pub async fn create_unschedulable_pod(
