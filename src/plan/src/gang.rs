@@ -20,7 +20,8 @@
 //! API counts only when the cluster's scheduler runs the GangScheduling plugin
 //! (gates `GenericWorkload` and, before 1.37, `GangScheduling`); its topology
 //! constraint only with `TopologyAwareWorkloadScheduling`. Otherwise the
-//! scheduler places those pods one by one, and so do we.
+//! scheduler places those pods one by one, and so do we. Callers turn those
+//! gates on when the cluster shows it uses the API ([`crate::gang_apis`]).
 
 use std::collections::BTreeMap;
 
@@ -28,6 +29,8 @@ use dra_sim::FeatureGates;
 use dra_sim::objects::ExtraObject;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
+
+use crate::gang_apis::{UPSTREAM_GROUP, UPSTREAM_VERSIONS};
 
 /// Label of scheduler-plugins coscheduling.
 pub const COSCHEDULING_LABEL: &str = "scheduling.x-k8s.io/pod-group";
@@ -173,7 +176,15 @@ impl Groups {
         for obj in extra {
             let (ns, name) = key_of(obj);
             let spec = obj.value.get("spec");
-            match (group_of(obj), obj.kind.as_str()) {
+            let group = group_of(obj);
+            // A version whose shape we do not know is not read: its pods then
+            // wait on a group "not found" rather than being planned by guess.
+            if group == UPSTREAM_GROUP
+                && !UPSTREAM_VERSIONS.contains(&obj.api_version.rsplit('/').next().unwrap_or(""))
+            {
+                continue;
+            }
+            match (group, obj.kind.as_str()) {
                 ("scheduling.k8s.io", "PodGroup") => {
                     let policy = upstream_policy(
                         spec.and_then(|s| s.get("schedulingPolicy")),
