@@ -6,7 +6,8 @@
 // Test helpers may unwrap: a failure is the test failing.
 #![allow(clippy::unwrap_used)]
 
-use dra_benches::{gangs, karpenter, replay};
+use dra_benches::{gangs, karpenter};
+use dra_plan::testing::replay;
 use dra_plan::{PlanOptions, plan};
 use dra_sim::FeatureGates;
 use dra_sim::report::Outcome;
@@ -30,8 +31,8 @@ fn check(n: usize) {
         .take(3)
         .collect();
     assert_eq!(placed, n, "every pod lands; e.g. {unplaced:?}");
-    let nodes =
-        replay(&objects, &report).unwrap_or_else(|e| panic!("plan for {n} pods is invalid: {e}"));
+    let nodes = replay(&objects, FeatureGates::default(), &report)
+        .unwrap_or_else(|e| panic!("plan for {n} pods is invalid: {e}"));
     let price: f64 = report.scale_ups.iter().map(|s| s.price_per_hour).sum();
     let karpenter_nodes = (n / 5).max(1);
     eprintln!(
@@ -86,7 +87,7 @@ fn gpu_gang_workload_lands_whole_and_replays() {
             .iter()
             .all(|g| g.outcome == dra_plan::report::GangOutcome::Lands)
     );
-    let nodes = replay(&objects, &report).unwrap();
+    let nodes = replay(&objects, FeatureGates::default(), &report).unwrap();
     // 10 existing nodes hold 70 partitions; 160 pods need 90 more.
     assert!(nodes > 0);
 }

@@ -7,38 +7,10 @@
 //! (share IDs are generated); every expected reason must occur as a substring
 //! of some actual reason (our wording adds detail upstream does not have).
 
-use std::path::{Path, PathBuf};
+mod golden;
 
-use clap::Parser;
-use dra_autoscaler::{Cli, Command};
+use golden::{list, missing_reasons, pod_fields};
 use serde_json::Value;
-
-fn cases_dir(suite: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(suite)
-}
-
-fn run_case(dir: &Path) -> Result<Value, String> {
-    let mut argv = vec![
-        "dra-autoscaler".to_string(),
-        "simulate".into(),
-        "-o".into(),
-        "json".into(),
-    ];
-    if let Ok(extra) = std::fs::read_to_string(dir.join("args")) {
-        argv.extend(extra.split_whitespace().map(str::to_string));
-    }
-    argv.push(dir.join("cluster.yaml").display().to_string());
-    let cli = Cli::try_parse_from(&argv).map_err(|e| format!("bad args {argv:?}: {e}"))?;
-    let Command::Simulate(args) = cli.command else {
-        return Err("not a simulate command".into());
-    };
-    let (report, _) = args
-        .simulate()
-        .map_err(|e| format!("simulate failed: {e:#}"))?;
-    report.to_json().map_err(|e| e.to_string())
-}
 
 /// Compares `actual` against `expected` with the wildcard rule for shareID.
 fn matches(expected: &Value, actual: &Value, key: Option<&str>) -> bool {
@@ -57,28 +29,9 @@ fn matches(expected: &Value, actual: &Value, key: Option<&str>) -> bool {
 }
 
 fn compare(expected: &Value, actual: &Value) -> Vec<String> {
-    let mut problems = Vec::new();
-    let empty = Vec::new();
-    let expected_pods = expected["pods"].as_array().unwrap_or(&empty);
-    let actual_pods = actual["pods"].as_array().unwrap_or(&empty);
-    if expected_pods.len() != actual_pods.len() {
-        problems.push(format!(
-            "expected {} pods, got {}",
-            expected_pods.len(),
-            actual_pods.len()
-        ));
-    }
-    for (e, a) in expected_pods.iter().zip(actual_pods) {
+    let mut problems = pod_fields(expected, actual);
+    for (e, a) in list(expected, "pods").iter().zip(list(actual, "pods")) {
         let name = e["pod"].as_str().unwrap_or("?");
-        for field in ["pod", "outcome", "node", "nodeGroup"] {
-            if e.get(field) != a.get(field) {
-                problems.push(format!(
-                    "{name}: {field} expected {} got {}",
-                    e.get(field).unwrap_or(&Value::Null),
-                    a.get(field).unwrap_or(&Value::Null)
-                ));
-            }
-        }
         let (ea, aa) = (e.get("allocations"), a.get("allocations"));
         let allocations_match = match (ea, aa) {
             (None, None) => true,
@@ -92,90 +45,20 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
                 aa.unwrap_or(&Value::Null)
             ));
         }
-        let actual_reasons: Vec<&str> = a["reasons"]
-            .as_array()
-            .unwrap_or(&empty)
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        for reason in e["reasons"]
-            .as_array()
-            .unwrap_or(&empty)
-            .iter()
-            .filter_map(Value::as_str)
-        {
-            if !actual_reasons.iter().any(|r| r.contains(reason)) {
-                problems.push(format!(
-                    "{name}: no reason contains {reason:?}; reasons: {actual_reasons:?}"
-                ));
-            }
-        }
+        problems.extend(missing_reasons(name, e, a));
     }
     problems
 }
 
 #[test]
 fn simulate_matches_upstream_dra_behaviour_on_every_case() {
-    run_suite("simulate", 60);
+    golden::run_suite("simulate", 60, compare);
 }
 
 /// Whole snapshots mixing DRA with the other scheduler filters.
 #[test]
 fn simulate_matches_upstream_filter_behaviour_on_every_case() {
-    run_suite("filters", 25);
-}
-
-fn run_suite(suite: &str, at_least: usize) {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir(suite))
-        .expect("the suite directory exists")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("cluster.yaml").exists())
-        .collect();
-    dirs.sort();
-    assert!(
-        dirs.len() >= at_least,
-        "testdata/{suite} has {} cases, the suite promises at least {at_least}",
-        dirs.len()
-    );
-    let mut failures = Vec::new();
-    for dir in &dirs {
-        let case = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("?")
-            .to_string();
-        let expected: Value = match std::fs::read_to_string(dir.join("expected.json"))
-            .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-        {
-            Ok(v) => v,
-            Err(e) => {
-                failures.push(format!("{case}: expected.json: {e}"));
-                continue;
-            }
-        };
-        match run_case(dir) {
-            Ok(actual) => {
-                let problems = compare(&expected, &actual);
-                if !problems.is_empty() {
-                    failures.push(format!(
-                        "{case}:\n  {}\n  actual: {}",
-                        problems.join("\n  "),
-                        serde_json::to_string(&actual).unwrap_or_default()
-                    ));
-                }
-            }
-            Err(e) => failures.push(format!("{case}: {e}")),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} conformance cases failed:\n{}",
-        failures.len(),
-        dirs.len(),
-        failures.join("\n")
-    );
+    golden::run_suite("filters", 25, compare);
 }
 
 #[test]

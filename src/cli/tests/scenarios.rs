@@ -9,30 +9,10 @@
 //! (allocations only when the expectation lists them); `nodeGroupErrors` by
 //! nodeGroup when expected.
 
-use std::path::{Path, PathBuf};
+mod golden;
 
-use clap::Parser;
-use dra_autoscaler::{Cli, Command};
+use golden::{list, missing_reasons, pod_fields};
 use serde_json::Value;
-
-fn run(dir: &Path) -> Result<Value, String> {
-    let mut argv = vec![
-        "dra-autoscaler".to_string(),
-        "simulate".into(),
-        "-o".into(),
-        "json".into(),
-    ];
-    if let Ok(extra) = std::fs::read_to_string(dir.join("args")) {
-        argv.extend(extra.split_whitespace().map(str::to_string));
-    }
-    argv.push(dir.join("cluster.yaml").display().to_string());
-    let cli = Cli::try_parse_from(&argv).map_err(|e| format!("bad args {argv:?}: {e}"))?;
-    let Command::Simulate(args) = cli.command else {
-        return Err("not a simulate command".into());
-    };
-    let (output, _) = args.simulate().map_err(|e| format!("{e:#}"))?;
-    output.to_json().map_err(|e| e.to_string())
-}
 
 fn same(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
@@ -48,12 +28,6 @@ fn same(expected: &Value, actual: &Value) -> bool {
         }
         _ => expected == actual,
     }
-}
-
-fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
 }
 
 fn compare(expected: &Value, actual: &Value) -> Vec<String> {
@@ -82,33 +56,11 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
                 ));
             }
         }
-        let reasons: Vec<&str> = list(a, "reasons")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        for r in list(e, "reasons").iter().filter_map(Value::as_str) {
-            if !reasons.iter().any(|x| x.contains(r)) {
-                problems.push(format!(
-                    "podGroup {name}: no reason contains {r:?}; reasons: {reasons:?}"
-                ));
-            }
-        }
+        problems.extend(missing_reasons(&format!("podGroup {name}"), e, a));
     }
-    let (ep, ap) = (list(expected, "pods"), list(actual, "pods"));
-    if ep.len() != ap.len() {
-        problems.push(format!("expected {} pods, got {}", ep.len(), ap.len()));
-    }
-    for (e, a) in ep.iter().zip(ap) {
+    problems.extend(pod_fields(expected, actual));
+    for (e, a) in list(expected, "pods").iter().zip(list(actual, "pods")) {
         let name = e["pod"].as_str().unwrap_or("?");
-        for field in ["pod", "outcome", "node", "nodeGroup"] {
-            if e.get(field) != a.get(field) {
-                problems.push(format!(
-                    "pod {name}: {field} expected {} got {}",
-                    e.get(field).unwrap_or(&Value::Null),
-                    a.get(field).unwrap_or(&Value::Null)
-                ));
-            }
-        }
         if let Some(ev) = e.get("allocations")
             && !a.get("allocations").is_some_and(|av| same(ev, av))
         {
@@ -132,47 +84,7 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
 
 #[test]
 fn plans_match_the_planner_rules_on_every_scenario() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/scenarios");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    dirs.retain(|p| p.join("cluster.yaml").exists());
-    dirs.sort();
-    assert!(!dirs.is_empty(), "no scenarios under {}", root.display());
-    let mut failures = Vec::new();
-    for dir in &dirs {
-        let case = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("?")
-            .to_string();
-        let expected: Value = match std::fs::read_to_string(dir.join("expected.json"))
-            .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-        {
-            Ok(v) => v,
-            Err(e) => {
-                failures.push(format!("{case}: expected.json: {e}"));
-                continue;
-            }
-        };
-        match run(dir) {
-            Ok(actual) => {
-                let problems = compare(&expected, &actual);
-                if !problems.is_empty() {
-                    failures.push(format!("{case}:\n  {}", problems.join("\n  ")));
-                }
-            }
-            Err(e) => failures.push(format!("{case}: {e}")),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} scenarios failed:\n{}",
-        failures.len(),
-        dirs.len(),
-        failures.join("\n")
-    );
+    golden::run_suite("scenarios", 56, compare);
 }
 
 #[test]

@@ -9,6 +9,8 @@ pub mod gang_apis;
 pub mod groups;
 pub mod planner;
 pub mod report;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use planner::{Expander, PlanOptions, Planned, Prepared, plan, prepare};
 pub use report::PlanReport;

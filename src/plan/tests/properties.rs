@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use dra_plan::report::GangOutcome;
+use dra_plan::testing::replay;
 use dra_plan::{PlanOptions, PlanReport, plan};
 use dra_sim::report::Outcome;
 use dra_sim::{FeatureGates, Loader};
@@ -100,69 +101,8 @@ fn load(yaml: &str) -> dra_sim::ClusterObjects {
     loader.finish().objects
 }
 
-/// Adds the plan's new nodes from their groups' templates, then checks and
-/// binds every placed pod on its planned node in the plan's order.
-fn replay(yaml: &str, report: &PlanReport) -> Result<(), String> {
-    use dra_sim::snapshot::{Snapshot, Verdict};
-    let objects = load(yaml);
-    let (groups, _) = dra_plan::groups::read_groups(&objects.extra, &objects.nodes);
-    let mut snapshot = Snapshot::new(objects, FeatureGates::default());
-    for pod in &report.pods {
-        if let (Outcome::FitsNewNode, Some(node), Some(group)) =
-            (pod.outcome, &pod.node, &pod.node_group)
-            && snapshot.node_index(node).is_none()
-        {
-            let group = groups
-                .iter()
-                .find(|g| &g.name == group)
-                .ok_or("unknown group")?;
-            let (node, slices) = dra_plan::groups::template_node(group, node);
-            snapshot.add_node(node, slices);
-        }
-    }
-    for pod in &report.pods {
-        if !matches!(pod.outcome, Outcome::Fits | Outcome::FitsNewNode) {
-            continue;
-        }
-        let pod_index = (0..snapshot.pods().len())
-            .find(|&i| {
-                let m = &snapshot.pods()[i].metadata;
-                format!(
-                    "{}/{}",
-                    m.namespace.as_deref().unwrap_or_default(),
-                    m.name.as_deref().unwrap_or_default()
-                ) == pod.pod
-            })
-            .ok_or_else(|| format!("{} is not in the snapshot", pod.pod))?;
-        let node = pod.node.as_deref().unwrap_or_default();
-        let node_index = snapshot
-            .node_index(node)
-            .ok_or_else(|| format!("{node} missing"))?;
-        let claims = snapshot.resolve_claims(pod_index)?;
-        match snapshot.check(pod_index, node_index, &claims) {
-            Verdict::Fits(allocations) => {
-                snapshot.bind(pod_index, node_index, &claims, allocations)
-            }
-            other => return Err(format!("{} on {node}: {other:?}", pod.pod)),
-        }
-    }
-    Ok(())
-}
-
 fn run(yaml: &str) -> PlanReport {
-    let mut loader = Loader::new();
-    loader.keep_kind("dra-autoscaler.io", "NodeGroup");
-    for (group, kind) in dra_plan::gang::GANG_KINDS {
-        loader.keep_kind(group, kind);
-    }
-    loader
-        .add_yaml("random.yaml", yaml)
-        .expect("generated YAML loads");
-    plan(
-        loader.finish().objects,
-        FeatureGates::default(),
-        &PlanOptions::default(),
-    )
+    plan(load(yaml), FeatureGates::default(), &PlanOptions::default())
 }
 
 fn group_strategy() -> impl Strategy<Value = GroupSpec> {
@@ -246,7 +186,7 @@ proptest! {
         // (Re-planning instead would test a different claim: that first fit
         // in node-name order finds the same assignment, which no scheduler
         // promises — a 1-GPU pod may take the 2-GPU node another gang needs.)
-        if let Err(e) = replay(&yaml, &report) {
+        if let Err(e) = replay(&load(&yaml), FeatureGates::default(), &report) {
             prop_assert!(false, "the plan does not replay: {e}");
         }
         for group in &report.pod_groups {

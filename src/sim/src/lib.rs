@@ -26,4 +26,4 @@ pub mod snapshot;
 
 pub use gates::{FeatureGates, KubeVersion};
 pub use loader::{LoadError, Loaded, Loader};
-pub use objects::ClusterObjects;
+pub use objects::{ClusterObjects, ObjectRef};

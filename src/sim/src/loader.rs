@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::defaults;
-use crate::objects::{ClusterObjects, ExtraObject, Origin};
+use crate::objects::{ClusterObjects, ExtraObject, ObjectRef, Origin};
 
 /// A document that could not be turned into an object, with everything needed
 /// to find and fix it.
@@ -365,7 +365,7 @@ fn object_label(kind: &str, value: &Value) -> Option<String> {
     let name = metadata.get("name").and_then(Value::as_str)?;
     let kind = if kind.is_empty() { "object" } else { kind };
     Some(match metadata.get("namespace").and_then(Value::as_str) {
-        Some(ns) => format!("{kind} {ns}/{name}"),
+        Some(ns) => format!("{kind} {}", ObjectRef::new(ns, name)),
         None => format!("{kind} {name}"),
     })
 }

@@ -6,9 +6,7 @@ use k8s_openapi::api::resource::v1::AllocationResult;
 use crate::gates::FeatureGates;
 use crate::objects::ClusterObjects;
 use crate::report::{ClaimAllocation, DeviceResult, Outcome, PodReport, Report};
-use crate::snapshot::{
-    ObjectKey, PodClaims, Snapshot, Verdict, extended_claim_key, key_string, object_key,
-};
+use crate::snapshot::{ObjectKey, PodClaims, Snapshot, Verdict, extended_claim_key, object_key};
 
 /// Places the pending pods of `objects` with `gates` and reports each one.
 #[must_use]
@@ -23,7 +21,7 @@ pub fn simulate(objects: ClusterObjects, gates: FeatureGates) -> Report {
 
 /// Tries every node in name order and commits the first fit.
 pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
-    let pod_name = key_string(&object_key(&snapshot.pods()[pod_index].metadata));
+    let pod_name = object_key(&snapshot.pods()[pod_index].metadata).to_string();
     let refused = |outcome, reasons| PodReport {
         pod: pod_name.clone(),
         outcome,
@@ -111,7 +109,7 @@ pub fn report_allocations(
         .chain(std::iter::once(&extended))
         .zip(allocations)
         .map(|(key, allocation)| ClaimAllocation {
-            claim: key_string(key),
+            claim: key.to_string(),
             node_selector: allocation
                 .node_selector
                 .as_ref()

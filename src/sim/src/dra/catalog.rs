@@ -20,23 +20,15 @@ use super::cel_cache::{DeviceCaches, SelectorTable};
 use super::constraints::Constraint;
 use super::diagnose::diagnose;
 use super::inventory::{SliceEntry, convert_slice};
+use super::model::{Checker, ClassEntry, MAX_RESULTS};
 use super::pool_state::PoolState;
 use super::pools::{Pool, gather};
-use super::requests::{Checker, MAX_RESULTS, validate_claim};
+use super::requests::validate_claim;
 use super::results::assemble;
 use super::search::{RKey, Search, Stop};
 use super::state::{AllocatedState, FixedMap};
 use super::{AllocError, AllocateOutcome, AllocatorStats, Features, ShareIdGenerator, claim_ref};
 use crate::gates::FeatureGates;
-
-/// A DeviceClass with its selectors interned.
-#[derive(Debug)]
-pub(crate) struct ClassEntry {
-    pub name: String,
-    pub class: DeviceClass,
-    /// One per selector; `None` for a selector without `cel`.
-    pub selectors: Vec<Option<u32>>,
-}
 
 type PoolKey = (String, String);
 

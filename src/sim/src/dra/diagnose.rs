@@ -7,12 +7,12 @@
 
 use super::capacity;
 use super::claim_ref;
+use super::device_taints::taint_prevents;
 use super::inventory::DeviceEntry;
+use super::model::{DevRef, Mode, RequestData, Slot};
 use super::quantity::{Format, Value};
-use super::requests::{
-    DevRef, Mode, OPTIONAL_NODE_OPERATIONS, RequestData, Slot, node_declares, selectable,
-};
-use super::search::{RKey, Search, taint_prevents};
+use super::requests::{OPTIONAL_NODE_OPERATIONS, node_declares, selectable};
+use super::search::{RKey, Search};
 
 const PREFIX: &str = "cannot allocate all claims: ";
 

@@ -37,8 +37,10 @@ mod catalog;
 mod cel_cache;
 mod compat_groups;
 mod constraints;
+mod device_taints;
 mod diagnose;
 mod inventory;
+mod model;
 mod node_selector;
 mod pool_state;
 mod pools;
@@ -58,6 +60,7 @@ pub use node_selector::ParsedNodeSelector;
 pub use state::{AllocatedState, DeviceId};
 
 use crate::gates::FeatureGates;
+use crate::objects::ObjectRef;
 
 /// The result of one `allocate` call that did not fail.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,11 +144,7 @@ impl Features {
     }
 }
 
-/// `namespace/name`, as klog prints an object reference.
-pub(crate) fn claim_ref(claim: &ResourceClaim) -> String {
-    let name = claim.metadata.name.as_deref().unwrap_or("");
-    match claim.metadata.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name.to_string(),
-    }
+/// The claim, printed `namespace/name` as klog prints an object reference.
+pub(crate) fn claim_ref(claim: &ResourceClaim) -> ObjectRef {
+    ObjectRef::of(&claim.metadata)
 }

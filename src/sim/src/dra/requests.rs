@@ -10,100 +10,13 @@ use k8s_openapi::api::resource::v1::{
 };
 
 use super::capacity;
-use super::catalog::ClassEntry;
-use super::cel_cache::{DeviceCaches, EvalError, SelectorTable};
+use super::cel_cache::EvalError;
+use super::claim_ref;
+use super::model::{Checker, ClassEntry, DevRef, Mode, RequestData, Slot};
 use super::node_selector::node_matches;
-use super::pool_state::PoolState;
 use super::pools::Pool;
 use super::quantity::Value;
 use super::state::FixedMap;
-use super::{Features, claim_ref};
-use crate::gates::FeatureGates;
-
-/// Upstream's limit on results per claim (`AllocationResultsMaxSize`).
-pub(crate) const MAX_RESULTS: i64 = 32;
-
-/// How many devices a (sub)request wants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    ExactCount,
-    All,
-}
-
-/// A device by its position in the node's pools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DevRef {
-    pub pool: usize,
-    pub slice: usize,
-    pub device: usize,
-    /// The device's number within its pool.
-    pub flat: usize,
-}
-
-impl DevRef {
-    /// A key unique within one call.
-    pub fn key(self) -> u64 {
-        ((self.pool as u64) << 32) | self.flat as u64
-    }
-}
-
-/// One request, or one subrequest of a `firstAvailable` list.
-#[derive(Debug)]
-pub(crate) struct RequestData<'c> {
-    pub name: &'c str,
-    /// The `firstAvailable` request this subrequest belongs to.
-    pub parent: Option<&'c str>,
-    pub class: &'c ClassEntry,
-    pub class_name: &'c str,
-    pub selectors: Vec<u32>,
-    pub mode: Mode,
-    pub num_devices: i64,
-    /// For `All`: the devices, fixed up front.
-    pub all_devices: Vec<DevRef>,
-    pub admin: bool,
-    pub tolerations: &'c [DeviceToleration],
-    /// `capacity.requests`, parsed; `None` without a map.
-    pub capacity: Option<Vec<(String, Value)>>,
-}
-
-impl RequestData<'_> {
-    /// `r` or `r/s`, as results name it.
-    pub fn full_name(&self) -> String {
-        match self.parent {
-            Some(parent) => format!("{parent}/{}", self.name),
-            None => self.name.to_string(),
-        }
-    }
-
-    /// The name constraints are keyed by: the parent's for subrequests.
-    pub fn base_name(&self) -> &str {
-        self.parent.unwrap_or(self.name)
-    }
-
-    /// The subrequest's own name, for constraint scopes.
-    pub fn sub_name(&self) -> Option<&str> {
-        self.parent.map(|_| self.name)
-    }
-}
-
-/// A request slot of a claim.
-#[derive(Debug)]
-pub(crate) enum Slot<'c> {
-    Exact(RequestData<'c>),
-    FirstAvailable(Vec<RequestData<'c>>),
-}
-
-/// Shared inputs for validating requests and checking selectors.
-pub(crate) struct Checker<'a> {
-    pub f: Features,
-    pub gates: &'a FeatureGates,
-    pub node: &'a k8s_openapi::api::core::v1::Node,
-    pub pools: &'a [Pool],
-    /// What existing allocations mean for each pool (aligned with `pools`).
-    pub states: &'a [PoolState],
-    pub table: &'a mut SelectorTable,
-    pub caches: &'a mut DeviceCaches,
-}
 
 /// The fields a request and a subrequest share.
 struct Fields<'c> {

@@ -10,7 +10,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceRequestAllocationResult,
 };
 
-use super::requests::{RequestData, Slot};
+use super::model::{RequestData, Slot};
 use super::search::{RKey, Search};
 
 /// Builds one result per claim.

@@ -54,6 +54,7 @@ pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resour
 pub use labels::SelectorParseError;
 
 use crate::gates::FeatureGates;
+use crate::objects::ObjectRef;
 use extended_resources::ExtendedResourceMap;
 use index::{Index, NodeRecord, PodRecord};
 use inter_pod_affinity::{AffinityRefusal, PreparedAffinity};
@@ -416,11 +417,7 @@ impl FilterState {
     /// every node: a request that is not a quantity, node affinity terms
     /// pinning disjoint node names, a label selector that does not parse.
     pub fn prepare(&self, pod: &Pod, _nodes: &[Node]) -> Result<PreparedPod, String> {
-        let key = format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-            pod.metadata.name.as_deref().unwrap_or_default()
-        );
+        let key = ObjectRef::namespaced(&pod.metadata);
         let prefilter_nodes = node_affinity::prefilter_node_names(pod).map_err(str::to_string)?;
         let spec = pod.spec.as_ref();
         let ports = node_ports::pod_host_ports(pod);

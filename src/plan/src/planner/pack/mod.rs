@@ -24,23 +24,19 @@
 //! every placement stays within `maxSkew` whichever of the planned nodes
 //! exist first.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use dra_sim::filters::Allocatable;
 use dra_sim::snapshot::{PodClaims, Verdict};
-use k8s_openapi::api::core::v1::Pod;
 
-use super::{Attempt, Expander, Planner};
-use crate::groups::{new_node_label, template_node};
+use super::expander::ClassChoice;
+use super::{Attempt, Planner};
+use crate::groups::template_node;
 
-/// The size classes of a plan and their members' allocatable, computed
-/// once per plan.
-#[derive(Debug, Default)]
-pub(super) struct SizeClasses {
-    classes: Vec<SizeClass>,
-    /// Per member group: its template's allocatable.
-    allocatables: BTreeMap<usize, Allocatable>,
-}
+mod classes;
+
+use classes::has_required_anti_affinity;
+pub(super) use classes::{SizeClasses, dra_label_keys};
 
 /// The size classes of one packing, with the template each is filled on.
 struct Sizing {
@@ -120,165 +116,7 @@ impl Pass {
     }
 }
 
-/// Node groups that differ only in size and price for the pods at hand.
-#[derive(Debug, Clone)]
-pub(super) struct SizeClass {
-    /// Members by price, capacity type, then name: the first with room that
-    /// holds a node's pods is bought.
-    members: Vec<usize>,
-}
-
-/// Label keys the filters read for any of `pods`: node selectors, required
-/// node affinity, spread and pod (anti-)affinity topology keys.
-fn keys_that_matter<'a>(pods: impl Iterator<Item = &'a Pod>) -> BTreeSet<String> {
-    let mut keys = BTreeSet::new();
-    for spec in pods.filter_map(|p| p.spec.as_ref()) {
-        keys.extend(spec.node_selector.iter().flat_map(|s| s.keys().cloned()));
-        if let Some(affinity) = &spec.affinity {
-            let terms = affinity
-                .node_affinity
-                .as_ref()
-                .and_then(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                })
-                .map(|r| r.node_selector_terms.as_slice())
-                .unwrap_or_default();
-            for term in terms {
-                keys.extend(
-                    term.match_expressions
-                        .iter()
-                        .flatten()
-                        .map(|e| e.key.clone()),
-                );
-            }
-            let pod_terms = affinity
-                .pod_affinity
-                .iter()
-                .filter_map(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                })
-                .chain(affinity.pod_anti_affinity.iter().filter_map(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                }))
-                .flatten();
-            keys.extend(pod_terms.map(|t| t.topology_key.clone()));
-        }
-        keys.extend(
-            spec.topology_spread_constraints
-                .iter()
-                .flatten()
-                .map(|c| c.topology_key.clone()),
-        );
-    }
-    keys
-}
-
-/// Whether the pod has a required pod anti-affinity term.
-fn has_required_anti_affinity(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .is_some_and(|terms| !terms.is_empty())
-}
-
-/// Node label keys the DRA allocator reads: the node selectors of claims
-/// already allocated (a pod using one must land where it matches) and of
-/// slices not tied to one node.
-pub(super) fn dra_label_keys(objects: &dra_sim::ClusterObjects) -> BTreeSet<String> {
-    let selectors = objects
-        .resource_claims
-        .iter()
-        .filter_map(|c| {
-            c.status
-                .as_ref()?
-                .allocation
-                .as_ref()?
-                .node_selector
-                .as_ref()
-        })
-        .chain(
-            objects
-                .resource_slices
-                .iter()
-                .filter_map(|s| s.spec.node_selector.as_ref()),
-        );
-    selectors
-        .flat_map(|selector| selector.node_selector_terms.iter())
-        .flat_map(|term| term.match_expressions.iter().flatten())
-        .map(|e| e.key.clone())
-        .collect()
-}
-
 impl Planner<'_> {
-    /// The order in which members of a class are bought: price, capacity
-    /// type (reserved first), name.
-    fn cheaper(&self, a: usize, b: usize) -> std::cmp::Ordering {
-        let (ga, gb) = (&self.groups[a], &self.groups[b]);
-        ga.spec
-            .price_per_hour
-            .total_cmp(&gb.spec.price_per_hour)
-            .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
-            .then_with(|| ga.name.cmp(&gb.name))
-    }
-
-    /// The size classes of the groups, computed once per plan (which keys
-    /// matter depends on all pods, known up front); the caller puts them
-    /// back in `self.size_classes` when done.
-    fn size_classes(&mut self) -> SizeClasses {
-        if let Some(known) = self.size_classes.take() {
-            return known;
-        }
-        let mut keys = keys_that_matter(self.snapshot.pods().iter().chain(self.daemon_pods.iter()));
-        keys.extend(self.dra_label_keys.iter().cloned());
-        let mut by_look: BTreeMap<String, Vec<(usize, Allocatable)>> = BTreeMap::new();
-        let mut allocatables = BTreeMap::new();
-        for (g, group) in self.groups.iter().enumerate() {
-            if !group.spec.template.resource_slices.is_empty() {
-                continue;
-            }
-            // One name for all: the hostname label follows the node's name,
-            // which says nothing about the group.
-            let seen: Vec<(&String, Option<&str>)> = keys
-                .iter()
-                .map(|k| (k, new_node_label(group, k, "size-class")))
-                .collect();
-            let look =
-                serde_json::to_string(&(seen, &group.spec.template.taints)).unwrap_or_default();
-            let allocatable = self
-                .snapshot
-                .allocatable_from(group.spec.template.effective_allocatable());
-            allocatables.insert(g, allocatable.clone());
-            by_look.entry(look).or_default().push((g, allocatable));
-        }
-        let mut classes = Vec::new();
-        for (_, mut members) in by_look {
-            // Largest first; each class takes every remaining member its
-            // largest covers, so a member never lands in a class whose nodes
-            // it could not replace.
-            members.sort_by_key(|(g, a)| (std::cmp::Reverse(a.cpu_memory()), *g));
-            while let Some((_, big)) = members.first().cloned() {
-                let (inside, rest): (Vec<_>, Vec<_>) =
-                    members.into_iter().partition(|(_, a)| big.covers(a));
-                members = rest;
-                let mut ids: Vec<usize> = inside.into_iter().map(|(g, _)| g).collect();
-                ids.sort_by(|&a, &b| self.cheaper(a, b));
-                classes.push(SizeClass { members: ids });
-            }
-        }
-        SizeClasses {
-            classes,
-            allocatables,
-        }
-    }
-
     /// Places `waiting` single pods on new nodes chosen by size class (see
     /// the module docs) and records them in `attempt`; returns the pods it
     /// could not place, in queue order, for the group-by-group path and its
@@ -552,58 +390,6 @@ impl Planner<'_> {
         all
     }
 
-    /// The member of a class to buy for what `node_index` holds (plus
-    /// `extra`): one with room that holds it — under least-cost the first
-    /// in buying order, under priority the highest `priority`, under
-    /// least-waste the one leaving the smallest share of its CPU and memory
-    /// unused (ties in buying order). Returns it with its score for
-    /// comparing classes, lower being better (0 under least-cost, minus the
-    /// priority, or the unused share).
-    fn pick_member(
-        &self,
-        members: &[usize],
-        (node_index, extra): (usize, Option<&Allocatable>),
-        allocatables: &BTreeMap<usize, Allocatable>,
-        planned: impl Fn(usize) -> usize,
-    ) -> Option<(usize, f64)> {
-        let mut holding = members.iter().copied().filter(|&g| {
-            self.budget.left(g, &planned).is_ok_and(|n| n > 0)
-                && allocatables
-                    .get(&g)
-                    .is_some_and(|a| self.snapshot.usage_fits(node_index, extra, a))
-        });
-        match self.options.expander {
-            Expander::LeastCost => return holding.next().map(|g| (g, 0.0)),
-            // Highest priority first; the first of equals in buying order.
-            Expander::Priority => {
-                return holding
-                    .map(|g| (g, -f64::from(self.groups[g].spec.priority)))
-                    .min_by(|a, b| a.1.total_cmp(&b.1));
-            }
-            Expander::LeastWaste => {}
-        }
-        let (extra_cpu, extra_memory) = extra.map_or((0, 0), Allocatable::cpu_memory);
-        let unused = |g: usize| {
-            let allocatable = allocatables.get(&g)?;
-            let (cpu, memory) = allocatable.cpu_memory();
-            let (room_cpu, room_memory, _) = self.snapshot.room_within(node_index, allocatable)?;
-            let share = |left: i64, total: i64| {
-                if total > 0 {
-                    left as f64 / total as f64
-                } else {
-                    0.0
-                }
-            };
-            Some(
-                (share(room_cpu - extra_cpu, cpu) + share(room_memory - extra_memory, memory))
-                    / 2.0,
-            )
-        };
-        holding
-            .filter_map(|g| unused(g).map(|w| (g, w)))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-    }
-
     /// Places the pod on a node opened by this pass whose current size
     /// holds it too (checked in full), trying at most [`FREE_FIT_SCAN`]
     /// nodes; drops nodes with no room left for the smallest pod.
@@ -671,7 +457,7 @@ impl Planner<'_> {
             classes,
             allocatables,
         } = &sizing.known;
-        let mut best: Option<(usize, usize, f64)> = None;
+        let mut best: Option<ClassChoice> = None;
         for (c, class) in classes.iter().enumerate() {
             let Some(phantom) = phantoms.get(c).copied().flatten() else {
                 continue;
@@ -682,32 +468,24 @@ impl Planner<'_> {
             ) {
                 continue;
             }
-            let Some((g, score)) =
+            let Some((member, score)) =
                 self.pick_member(&class.members, (phantom, Some(amount)), allocatables, |h| {
                     self.used[h] + planned.get(&h).copied().unwrap_or(0)
                 })
             else {
                 continue;
             };
-            // Equally cheap classes (zones, say) take turns, as
-            // cluster-autoscaler's balancing of similar node groups does:
-            // a later pod that must spread finds a node in every class.
-            let opened_in = |c: usize| pass.opened_per_class[c];
-            let better = best.is_none_or(|(bc, b, best_score)| {
-                let (ga, gb) = (&self.groups[g], &self.groups[b]);
-                score
-                    .total_cmp(&best_score)
-                    .then_with(|| ga.spec.price_per_hour.total_cmp(&gb.spec.price_per_hour))
-                    .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
-                    .then_with(|| opened_in(c).cmp(&opened_in(bc)))
-                    .then_with(|| ga.name.cmp(&gb.name))
-                    .is_lt()
-            });
-            if better {
-                best = Some((c, g, score));
+            let candidate = ClassChoice {
+                class: c,
+                member,
+                score,
+                opened: pass.opened_per_class[c],
+            };
+            if best.is_none_or(|b| self.better_class(candidate, b)) {
+                best = Some(candidate);
             }
         }
-        let (c, _, _) = best?;
+        let c = best?.class;
         let group = &self.groups[sizing.fill[c]?];
         let name = format!("{}_fill_{}", group.name, pass.opened.len());
         let (node, _) = template_node(group, &name);
@@ -726,53 +504,5 @@ impl Planner<'_> {
             // reading the node's name; the empty node is simply not bought.
             _ => None,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    #[test]
-    fn dra_label_keys_come_from_allocated_claims_and_shared_slices() {
-        let objects: dra_sim::ClusterObjects = dra_sim::ClusterObjects {
-            resource_claims: vec![
-                serde_json::from_value(serde_json::json!({
-                    "metadata": {"name": "c", "namespace": "ns"},
-                    "spec": {"devices": {}},
-                    "status": {"allocation": {"nodeSelector": {"nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}
-                    ]}}}
-                }))
-                .unwrap(),
-                // Not allocated: no selector to honour yet.
-                serde_json::from_value(serde_json::json!({
-                    "metadata": {"name": "d", "namespace": "ns"},
-                    "spec": {"devices": {}}
-                }))
-                .unwrap(),
-            ],
-            resource_slices: vec![
-                serde_json::from_value(serde_json::json!({
-                    "metadata": {"name": "s"},
-                    "spec": {"driver": "x", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
-                             "nodeSelector": {"nodeSelectorTerms": [
-                                 {"matchExpressions": [{"key": "example.com/rack", "operator": "Exists"}]}
-                             ]}}
-                }))
-                .unwrap(),
-            ],
-            ..Default::default()
-        };
-        let keys = dra_label_keys(&objects);
-        assert_eq!(
-            keys.into_iter().collect::<Vec<_>>(),
-            vec![
-                "example.com/rack".to_string(),
-                "topology.kubernetes.io/zone".to_string()
-            ]
-        );
     }
 }

@@ -1,0 +1,198 @@
+//! Opening new nodes group by group (Karpenter's node claims): the best
+//! group for the members still waiting, by the expander, filled while it
+//! keeps yielding as well, then re-ranked; and why groups were ruled out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dra_sim::snapshot::{PodClaims, Verdict};
+
+use super::expander::{Choice, waste};
+use super::{Attempt, Planner};
+use crate::gang::Gang;
+use crate::groups::{domain_of, template_node};
+
+impl Planner<'_> {
+    /// Opens new nodes for the waiting members: the best group by the
+    /// expander, filled while it keeps yielding as well, then re-ranked.
+    /// Records why members stay unplaced.
+    pub(super) fn open_new_nodes(
+        &mut self,
+        gang: &Gang,
+        claims: &BTreeMap<usize, PodClaims>,
+        domain: Option<&str>,
+        attempt: &mut Attempt,
+        mut unplaced: Vec<usize>,
+    ) {
+        if unplaced.is_empty() {
+            return;
+        }
+        let key = gang.topology_key.as_deref();
+        // New nodes: pick the best group for the members still waiting, fill
+        // nodes of it while it keeps yielding as well, and re-rank when not.
+        let mut rejected: BTreeMap<usize, String> = BTreeMap::new();
+        let mut excluded: BTreeSet<usize> = BTreeSet::new();
+        while !unplaced.is_empty() {
+            let Some(choice) = self.best_group(
+                &unplaced,
+                claims,
+                (key, domain),
+                attempt,
+                &mut rejected,
+                &excluded,
+            ) else {
+                break;
+            };
+            let group = choice.group;
+            loop {
+                let before_node = self.snapshot.checkpoint();
+                let node_index = self.add_new_node(group, attempt);
+                let before = unplaced.len();
+                unplaced = self.fill_node(node_index, group, unplaced, claims, attempt);
+                let yielded = before - unplaced.len();
+                if yielded == 0 {
+                    // The probe promised more than a real node takes (the
+                    // cluster changed since): drop the empty node and the
+                    // group for this attempt.
+                    self.snapshot.rollback(before_node);
+                    if let Some(count) = attempt.new_nodes.get_mut(&group) {
+                        *count -= 1;
+                        if *count == 0 {
+                            attempt.new_nodes.remove(&group);
+                        }
+                    }
+                    attempt.cost -= self.groups[group].spec.price_per_hour;
+                    excluded.insert(group);
+                    break;
+                }
+                // Another node of this group is only as good as the first
+                // if enough members remain to fill it; otherwise re-rank.
+                if unplaced.len() < choice.yield_per_node
+                    || yielded < choice.yield_per_node
+                    || self.room_left(group, attempt).unwrap_or(0) == 0
+                {
+                    break;
+                }
+            }
+        }
+        if !unplaced.is_empty() {
+            let placed = attempt.placements.len();
+            attempt.reasons.push(format!(
+                "{placed} of {} pending members can be placed, {} needed",
+                gang.pending.len(),
+                gang.needed()
+            ));
+            attempt.reasons.extend(
+                rejected
+                    .into_iter()
+                    .map(|(g, r)| format!("node group {}: {r}", self.groups[g].name)),
+            );
+        }
+    }
+
+    /// How many more nodes of `group` the budget allows, counting the
+    /// attempt's own.
+    fn room_left(&self, group: usize, attempt: &Attempt) -> Result<usize, String> {
+        self.budget.left(group, |g| {
+            self.used[g] + attempt.new_nodes.get(&g).copied().unwrap_or(0)
+        })
+    }
+
+    /// Adds a node of `group` to the snapshot (with its DaemonSet pods) and
+    /// counts it in the attempt.
+    pub(super) fn add_new_node(&mut self, group: usize, attempt: &mut Attempt) -> usize {
+        let g = &self.groups[group];
+        let ordinal = self.used[group] + attempt.new_nodes.get(&group).copied().unwrap_or(0);
+        let (node, slices) = template_node(g, &format!("{}-new-{ordinal}", g.name));
+        *attempt.new_nodes.entry(group).or_default() += 1;
+        attempt.cost += g.spec.price_per_hour;
+        let node_index = self.snapshot.add_node(node, slices);
+        self.add_daemon_pods(node_index);
+        node_index
+    }
+
+    /// Places waiting members on `node_index` (first fit, in order); returns
+    /// those still waiting.
+    fn fill_node(
+        &mut self,
+        node_index: usize,
+        group: usize,
+        waiting: Vec<usize>,
+        claims: &BTreeMap<usize, PodClaims>,
+        attempt: &mut Attempt,
+    ) -> Vec<usize> {
+        let mut still = Vec::new();
+        for pod_index in waiting {
+            let Some(pod_claims) = claims.get(&pod_index) else {
+                continue;
+            };
+            match self.snapshot.check(pod_index, node_index, pod_claims) {
+                Verdict::Fits(allocations) => {
+                    self.place(
+                        attempt,
+                        pod_index,
+                        node_index,
+                        Some(group),
+                        pod_claims,
+                        allocations,
+                    );
+                }
+                Verdict::Refused(_) | Verdict::Unresolvable(_) => still.push(pod_index),
+                Verdict::Fatal(e) => {
+                    attempt.errors.insert(pod_index, e);
+                }
+            }
+        }
+        still
+    }
+
+    /// Probes one new node of every group with room (in the domain) and
+    /// ranks them by the expander. Records why each group was rejected.
+    fn best_group(
+        &mut self,
+        waiting: &[usize],
+        claims: &BTreeMap<usize, PodClaims>,
+        (key, domain): (Option<&str>, Option<&str>),
+        attempt: &Attempt,
+        rejected: &mut BTreeMap<usize, String>,
+        excluded: &BTreeSet<usize>,
+    ) -> Option<Choice> {
+        let mut best: Option<Choice> = None;
+        let uniform = self.uniform_signature(waiting);
+        for group in 0..self.groups.len() {
+            if excluded.contains(&group) {
+                continue;
+            }
+            if let (Some(key), Some(domain)) = (key, domain)
+                && domain_of(&self.groups[group], key).as_deref() != Some(domain)
+            {
+                continue;
+            }
+            if let Err(reason) = self.room_left(group, attempt) {
+                rejected.insert(group, reason);
+                continue;
+            }
+            let g = &self.groups[group];
+            let result = self.fresh_node_takes(group, waiting, claims, uniform);
+            if result.yielded == 0 {
+                rejected.insert(
+                    group,
+                    result
+                        .refusal
+                        .unwrap_or_else(|| "no waiting member fits a new node".into()),
+                );
+                continue;
+            }
+            let (yielded, requested) = (result.yielded, result.requested);
+            rejected.remove(&group);
+            let candidate = Choice {
+                group,
+                yield_per_node: yielded,
+                waste: waste(g, requested),
+            };
+            if best.as_ref().is_none_or(|b| self.better(&candidate, b)) {
+                best = Some(candidate);
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,164 @@
+//! What one fresh node of a group takes of the waiting members: a probe (a
+//! node added, members placed first fit, everything rolled back), and the
+//! cache that answers for identical pods without probing again.
+
+use std::collections::BTreeMap;
+
+use dra_sim::snapshot::{PodClaims, Verdict};
+
+use super::{Attempt, Planner};
+use crate::groups::template_node;
+
+/// How many waiting members a probe tries on a fresh node: enough to see a
+/// large node fill up, few enough that probing every group stays cheap.
+const PROBE_SAMPLE: usize = 256;
+
+/// How many identical pods one fresh node of a group takes: at least
+/// `per_node`, exactly that many when `exact` (a probe had more waiting).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Capacity {
+    per_node: usize,
+    exact: bool,
+    per_pod: (i64, i64),
+    refusal: Option<String>,
+}
+
+impl Capacity {
+    /// The probe result for `waiting` identical pods, if known.
+    fn answer(&self, waiting: usize) -> Option<Probe> {
+        if !self.exact && waiting > self.per_node {
+            return None;
+        }
+        let yielded = waiting.min(self.per_node);
+        let count = i64::try_from(yielded).unwrap_or(i64::MAX);
+        Some(Probe {
+            yielded,
+            requested: (self.per_pod.0 * count, self.per_pod.1 * count),
+            refusal: if yielded == 0 {
+                self.refusal.clone()
+            } else {
+                None
+            },
+        })
+    }
+
+    fn learn(&mut self, waiting: usize, probe: &Probe) {
+        if probe.yielded > 0 {
+            let count = i64::try_from(probe.yielded).unwrap_or(i64::MAX);
+            self.per_pod = (probe.requested.0 / count, probe.requested.1 / count);
+        }
+        self.refusal.clone_from(&probe.refusal);
+        self.per_node = self.per_node.max(probe.yielded);
+        self.exact |= probe.yielded < waiting;
+    }
+}
+
+/// What one fresh node of a group takes of a set of waiting members.
+#[derive(Debug, Clone)]
+pub(super) struct Probe {
+    /// How many of them it takes.
+    pub(super) yielded: usize,
+    /// The CPU (milli) and memory those ask.
+    pub(super) requested: (i64, i64),
+    /// Why the first member refused was refused.
+    pub(super) refusal: Option<String>,
+}
+
+impl Planner<'_> {
+    /// The signature all `waiting` pods share, when they share one and a
+    /// fresh node does not depend on the rest of the cluster (no pod's terms
+    /// read labels): then what one probe learns holds for all of them.
+    pub(super) fn uniform_signature(&mut self, waiting: &[usize]) -> Option<u64> {
+        if self.snapshot.labels_matter() {
+            None
+        } else {
+            let first = waiting.first().and_then(|&p| self.snapshot.signature(p));
+            let all_same = waiting.iter().all(|&p| self.snapshot.signature(p) == first);
+            first.filter(|_| all_same)
+        }
+    }
+
+    /// What one fresh node of `group` takes of `waiting`: from the cache
+    /// when the pods are `uniform` and it knows, else probed (and learnt).
+    pub(super) fn fresh_node_takes(
+        &mut self,
+        group: usize,
+        waiting: &[usize],
+        claims: &BTreeMap<usize, PodClaims>,
+        uniform: Option<u64>,
+    ) -> Probe {
+        let cache_key = uniform.map(|sig| (group, sig));
+        let known = cache_key
+            .and_then(|k| self.capacities.get(&k))
+            .and_then(|c| c.answer(waiting.len()));
+        if let Some(answer) = known {
+            return answer;
+        }
+        // A fresh node is judged by what the first members fill; a big batch
+        // need not be tried in full on every group.
+        let sample = &waiting[..waiting.len().min(PROBE_SAMPLE)];
+        let result = self.probe(group, sample, claims);
+        if let Some(k) = cache_key {
+            self.capacities
+                .entry(k)
+                .or_default()
+                .learn(waiting.len(), &result);
+        }
+        result
+    }
+
+    /// Adds one fresh node of `group`, places waiting members on it first
+    /// fit, and rolls everything back.
+    fn probe(
+        &mut self,
+        group: usize,
+        waiting: &[usize],
+        claims: &BTreeMap<usize, PodClaims>,
+    ) -> Probe {
+        let checkpoint = self.snapshot.checkpoint();
+        let mut scratch = Attempt::default();
+        let g = &self.groups[group];
+        let (node, slices) = template_node(g, &format!("{}-probe", g.name));
+        let node_index = self.snapshot.add_node(node, slices);
+        self.add_daemon_pods(node_index);
+        let mut result = Probe {
+            yielded: 0,
+            requested: (0, 0),
+            refusal: None,
+        };
+        for &pod_index in waiting {
+            let Some(pod_claims) = claims.get(&pod_index) else {
+                continue;
+            };
+            match self.snapshot.check(pod_index, node_index, pod_claims) {
+                Verdict::Fits(allocations) => {
+                    // PodRequests as NodeResourcesFit counts them (init
+                    // containers, sidecars, overhead), not a container sum.
+                    let (cpu, mem) = self
+                        .snapshot
+                        .requests_of(pod_index)
+                        .map_or((0, 0), |a| a.cpu_memory());
+                    result.requested = (result.requested.0 + cpu, result.requested.1 + mem);
+                    self.place(
+                        &mut scratch,
+                        pod_index,
+                        node_index,
+                        Some(group),
+                        pod_claims,
+                        allocations,
+                    );
+                    result.yielded += 1;
+                }
+                Verdict::Refused(reason)
+                | Verdict::Fatal(reason)
+                | Verdict::Unresolvable(reason) => {
+                    if result.refusal.is_none() {
+                        result.refusal = Some(format!("pod {}: {reason}", self.name(pod_index)));
+                    }
+                }
+            }
+        }
+        self.snapshot.rollback(checkpoint);
+        result
+    }
+}

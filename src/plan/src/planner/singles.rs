@@ -1,0 +1,173 @@
+//! Single pods: planned together per priority, as one batch with no
+//! minimum, so new nodes are chosen for what the batch fills; each pod
+//! lands or waits on its own.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dra_sim::report::Outcome;
+use dra_sim::snapshot::PodClaims;
+
+use super::{Attempt, Placement, Planner, ScaleUps, api_name};
+use crate::gang::{Gang, GangApi};
+use crate::report::{GangOutcome, PlanReport, PodGroupReport};
+
+impl Planner<'_> {
+    /// Plans a batch of single pods: existing nodes first, then new nodes
+    /// chosen for the whole batch; every pod lands or waits on its own.
+    pub(super) fn plan_singles(
+        &mut self,
+        singles: &[Gang],
+        report: &mut PlanReport,
+        scale_ups: &mut ScaleUps,
+    ) {
+        let mut claims: BTreeMap<usize, PodClaims> = BTreeMap::new();
+        let mut claim_errors: BTreeMap<usize, String> = BTreeMap::new();
+        for gang in singles {
+            for &pod_index in &gang.pending {
+                match self.snapshot.resolve_claims(pod_index) {
+                    Ok(c) => {
+                        claims.insert(pod_index, c);
+                    }
+                    Err(e) => {
+                        claim_errors.insert(pod_index, e);
+                    }
+                }
+            }
+        }
+        let batch = Gang {
+            api: GangApi::Single,
+            name: String::new(),
+            min_count: 0,
+            pending: singles
+                .iter()
+                .flat_map(|g| g.pending.iter().copied())
+                .collect(),
+            bound: 0,
+            topology_key: None,
+            blocked: None,
+            priority: singles.first().map_or(0, |g| g.priority),
+        };
+        let start = self.snapshot.checkpoint();
+        let mut attempt = Attempt::default();
+        let mut unplaced = self.place_on_existing(&batch, &claims, None, &mut attempt);
+        // Choosing between groups that differ only in size is a packing
+        // question: fill large nodes, buy each as the size the expander
+        // prefers among those that hold it. What that cannot place goes
+        // group by group, with reasons.
+        let packed_from = attempt.placements.len();
+        unplaced = self.pack_by_size(unplaced, &claims, &mut attempt);
+        // Packing places in its own order; the report lists the packed pods
+        // in that order, in the slots they held, so that among new nodes of
+        // one packing the report's order is the sequence that was checked.
+        // (Pods placed on existing nodes were checked before, and pods left
+        // to the group-by-group path after, whatever their slots.)
+        let packed: Vec<usize> = attempt.placements[packed_from..]
+            .iter()
+            .map(|p| p.pod_index)
+            .collect();
+        let singles: Vec<&Gang> = {
+            let by_pod: BTreeMap<usize, &Gang> = singles
+                .iter()
+                .filter_map(|g| g.pending.first().map(|&p| (p, g)))
+                .collect();
+            let is_packed: BTreeSet<usize> = packed.iter().copied().collect();
+            let mut next = packed.iter();
+            singles
+                .iter()
+                .map(|g| match g.pending.first() {
+                    Some(p) if is_packed.contains(p) => next
+                        .next()
+                        .and_then(|q| by_pod.get(q).copied())
+                        .unwrap_or(g),
+                    _ => g,
+                })
+                .collect()
+        };
+        self.open_new_nodes(&batch, &claims, None, &mut attempt, unplaced);
+        self.snapshot.commit(start);
+        self.snapshot.seal();
+        let placed: BTreeMap<usize, &Placement> = attempt
+            .placements
+            .iter()
+            .map(|p| (p.pod_index, p))
+            .collect();
+        let mut nodes_per_group: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        for (&g, &count) in &attempt.new_nodes {
+            self.used[g] += count;
+            scale_ups.entry(g).or_insert((0, BTreeSet::new(), 0)).0 += count;
+        }
+        let batch_reasons: Vec<String> = attempt
+            .reasons
+            .iter()
+            .filter(|r| r.starts_with("node group"))
+            .cloned()
+            .collect();
+        for gang in singles {
+            for &pod_index in &gang.pending {
+                let name = self.name(pod_index);
+                let (outcome, pod_report) = match (
+                    placed.get(&pod_index),
+                    claim_errors.get(&pod_index),
+                    attempt.errors.get(&pod_index),
+                ) {
+                    (Some(p), _, _) => {
+                        let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
+                        let mut r = self.pod_report(
+                            pod_index,
+                            if p.new_group.is_some() {
+                                Outcome::FitsNewNode
+                            } else {
+                                Outcome::Fits
+                            },
+                            node,
+                            Vec::new(),
+                        );
+                        if let Some(g) = p.new_group {
+                            r.node_group = Some(self.groups[g].name.clone());
+                            nodes_per_group
+                                .entry(g)
+                                .or_default()
+                                .insert(gang.name.clone());
+                        }
+                        r.allocations = Some(p.reported.clone());
+                        (GangOutcome::Lands, r)
+                    }
+                    (None, Some(e), _) => (
+                        GangOutcome::Waits,
+                        self.pod_report(pod_index, Outcome::Unschedulable, None, vec![e.clone()]),
+                    ),
+                    (None, None, Some(e)) => (
+                        GangOutcome::Waits,
+                        self.pod_report(pod_index, Outcome::Error, None, vec![e.clone()]),
+                    ),
+                    (None, None, None) => {
+                        let mut reasons =
+                            vec!["no existing node and no node group can take it".to_string()];
+                        reasons.extend(batch_reasons.iter().cloned());
+                        (GangOutcome::Waits, self.unschedulable(pod_index, reasons))
+                    }
+                };
+                report.pod_groups.push(PodGroupReport {
+                    pod_group: name,
+                    api: api_name(GangApi::Single).to_string(),
+                    outcome,
+                    min_count: 1,
+                    members: vec![self.name(pod_index)],
+                    reasons: if outcome == GangOutcome::Waits {
+                        pod_report.reasons.clone()
+                    } else {
+                        Vec::new()
+                    },
+                });
+                report.pods.push(pod_report);
+            }
+        }
+        for (g, gangs) in nodes_per_group {
+            scale_ups
+                .entry(g)
+                .or_insert((0, BTreeSet::new(), 0))
+                .1
+                .extend(gangs);
+        }
+    }
+}

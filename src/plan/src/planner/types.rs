@@ -1,0 +1,62 @@
+//! What every role of the planner shares: the options a plan runs under and
+//! the record of one attempt (placements, new nodes, cost, reasons).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use super::Expander;
+
+/// Planner settings. `now` is an input, never read from a clock.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Group choice.
+    pub expander: Expander,
+    /// The current time, for reservation end times; `None` ignores them.
+    pub now: Option<Timestamp>,
+    /// A reservation ending sooner than this from `now` is not used.
+    pub min_reservation_left: SignedDuration,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        Self {
+            expander: Expander::default(),
+            now: None,
+            min_reservation_left: SignedDuration::from_hours(1),
+        }
+    }
+}
+
+/// The scale-ups of a plan as it is built, per group index: (new nodes, the
+/// gangs they serve, nodes that must start together).
+pub(super) type ScaleUps = BTreeMap<usize, (usize, BTreeSet<String>, usize)>;
+
+/// One member's place in an attempt.
+#[derive(Debug, Clone)]
+pub(super) struct Placement {
+    pub(super) pod_index: usize,
+    pub(super) node_index: usize,
+    /// The group of the node when it is new in this plan.
+    pub(super) new_group: Option<usize>,
+    pub(super) reported: Vec<dra_sim::report::ClaimAllocation>,
+}
+
+/// The result of trying one gang in one topology domain.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Attempt {
+    pub(super) placements: Vec<Placement>,
+    /// New nodes per group index.
+    pub(super) new_nodes: BTreeMap<usize, usize>,
+    pub(super) cost: f64,
+    /// Why members could not be placed, per group or overall.
+    pub(super) reasons: Vec<String>,
+    /// Members whose claims the scheduler would fail outright.
+    pub(super) errors: BTreeMap<usize, String>,
+}
+
+impl Attempt {
+    pub(super) fn node_count(&self) -> usize {
+        self.new_nodes.values().sum()
+    }
+}

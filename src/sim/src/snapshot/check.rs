@@ -1,0 +1,142 @@
+//! The per-node check: would the scheduler put this pod on this node, and
+//! with which devices? Filters first, then the pod's allocated claims, then
+//! the allocator for the rest. Nothing is committed here.
+
+use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
+
+use super::{ObjectKey, PodClaims, Snapshot};
+use crate::dra::{AllocError, AllocateOutcome};
+use crate::filters::extended_resource_claim;
+use crate::selectors::node_selector_matches;
+
+/// What one node says about one pod.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The pod fits; one allocation per claim that needed allocating.
+    Fits(Vec<AllocationResult>),
+    /// This node refuses the pod, for the reason given (upstream's words first).
+    Refused(String),
+    /// The scheduler would fail the pod outright (not try other nodes).
+    Fatal(String),
+    /// PreFilter refuses the pod on every node (unschedulable, not an error).
+    Unresolvable(String),
+}
+
+impl Snapshot {
+    /// Would the scheduler put the pod on this node, and with which devices?
+    /// Runs the filters, checks the pod's allocated claims are usable here,
+    /// then allocates its other claims. Nothing is committed.
+    pub fn check(&mut self, pod_index: usize, node_index: usize, claims: &PodClaims) -> Verdict {
+        // A pod without spread or pod-affinity terms, in a cluster without
+        // anti-affinity, prepares to the same result whatever is placed:
+        // keep it. Others are prepared again after every change.
+        let stateless = !self.labels_matter && self.signature(pod_index).is_some();
+        if stateless {
+            if !self.stateless_prepared.contains_key(&pod_index) {
+                let prepared = self.filters.prepare(&self.pods[pod_index], &self.nodes);
+                self.stateless_prepared.insert(pod_index, prepared);
+            }
+        } else {
+            let fresh = matches!(&self.prepared, Some((p, g, _)) if *p == pod_index && *g == self.generation);
+            if !fresh {
+                let prepared = self.filters.prepare(&self.pods[pod_index], &self.nodes);
+                self.prepared = Some((pod_index, self.generation, prepared));
+            }
+        }
+        let entry = if stateless {
+            self.stateless_prepared.get(&pod_index)
+        } else {
+            self.prepared.as_ref().map(|(_, _, p)| p)
+        };
+        let Some(prepared) = entry else {
+            return Verdict::Unresolvable("internal: PreFilter result missing".into());
+        };
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err(reason) => return Verdict::Unresolvable(reason.clone()),
+        };
+        let node = &self.nodes[node_index];
+        let pod = &self.pods[pod_index];
+        if let Err(refusal) = self.filters.check(prepared, node_index, node) {
+            return Verdict::Refused(refusal.reason(prepared, node));
+        }
+        let extended = if prepared.extended_via_dra.is_empty() {
+            None
+        } else {
+            extended_resource_claim(pod, node, &self.device_classes, &self.gates)
+        };
+        for key in &claims.allocated {
+            let selector = self
+                .claims
+                .get(key)
+                .and_then(|c| c.status.as_ref())
+                .and_then(|s| s.allocation.as_ref())
+                .and_then(|a| a.node_selector.as_ref());
+            if let Some(selector) = selector {
+                match node_selector_matches(selector, node) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Verdict::Refused(format!(
+                            "resourceclaim not available on the node: {} is allocated for other nodes",
+                            key
+                        ));
+                    }
+                    Err(e) => {
+                        return Verdict::Fatal(format!(
+                            "resourceclaim {}: allocation nodeSelector: {e}",
+                            key
+                        ));
+                    }
+                }
+            }
+        }
+        if claims.to_allocate.is_empty() && extended.is_none() {
+            return Verdict::Fits(Vec::new());
+        }
+        let mut claim_refs: Vec<&ResourceClaim> = claims
+            .to_allocate
+            .iter()
+            .filter_map(|k| self.claims.get(k))
+            .collect();
+        if let Some(claim) = &extended {
+            claim_refs.push(claim);
+        }
+        let outcome = self.dra.allocate(
+            &self.nodes[node_index],
+            &claim_refs,
+            &self.allocated,
+            &mut self.share_ids,
+        );
+        match outcome {
+            Ok(AllocateOutcome::Allocated(allocations)) => Verdict::Fits(allocations),
+            Ok(AllocateOutcome::Unschedulable { reasons }) => {
+                Verdict::Refused(if reasons.is_empty() {
+                    "cannot allocate all claims".to_string()
+                } else {
+                    reasons.join("; ")
+                })
+            }
+            Err(AllocError::FailedOnNode(message)) => Verdict::Refused(message),
+            Err(AllocError::Fatal(message)) => Verdict::Fatal(message),
+        }
+    }
+
+    /// Runs the allocator for `claims` on node `node_index`.
+    ///
+    /// # Errors
+    /// As [`DraCatalog::allocate`].
+    pub fn allocate(
+        &mut self,
+        node_index: usize,
+        claims: &[ObjectKey],
+    ) -> Result<crate::dra::AllocateOutcome, crate::dra::AllocError> {
+        let claim_refs: Vec<&ResourceClaim> =
+            claims.iter().filter_map(|k| self.claims.get(k)).collect();
+        self.dra.allocate(
+            &self.nodes[node_index],
+            &claim_refs,
+            &self.allocated,
+            &mut self.share_ids,
+        )
+    }
+}

@@ -1,0 +1,324 @@
+//! The mutable cluster state one simulation works on: nodes in name order,
+//! pods, claims with their allocations, and the DRA inventory.
+//!
+//! Placing a pod commits its claims' allocations here, so pods placed later see
+//! those devices in use, exactly as the scheduler's assume cache makes them.
+//!
+//! The state and its accessors live here; the undo log and checkpoints in
+//! `undo`, claim resolution and instantiation in `claims`, the per-node check
+//! in `check`, committing a placement in `bind`, and the first-fit scan memo
+//! (pod signatures) in `scan`.
+
+mod bind;
+mod check;
+mod claims;
+mod scan;
+mod undo;
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::dra::{AllocatedState, DraCatalog, ShareIdGenerator};
+use crate::filters::{FilterState, PreparedPod};
+use crate::gates::FeatureGates;
+use crate::objects::{ClusterObjects, ObjectRef};
+pub use crate::pods::{is_pending, priority};
+
+pub use check::Verdict;
+pub use claims::{EXTENDED_RESOURCES_SUFFIX, POD_CLAIM_NAME_ANNOTATION, extended_claim_key};
+pub use undo::Checkpoint;
+use undo::Undo;
+
+/// The key of a namespaced object (printed `namespace/name`).
+pub type ObjectKey = ObjectRef;
+
+/// Formats a key as `namespace/name` (the same as `key.to_string()`).
+#[must_use]
+pub fn key_string(key: &ObjectKey) -> String {
+    key.to_string()
+}
+
+/// The key of any namespaced object (namespace `default` when unset, as the
+/// API server defaults it).
+#[must_use]
+pub fn object_key(meta: &ObjectMeta) -> ObjectKey {
+    ObjectRef::namespaced(meta)
+}
+
+/// The claims one pod needs, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct PodClaims {
+    /// Claims that are already allocated (their node selector must match).
+    pub allocated: Vec<ObjectKey>,
+    /// Claims to allocate now, in pod order.
+    pub to_allocate: Vec<ObjectKey>,
+}
+
+/// The cluster state of one simulation.
+#[derive(Debug)]
+pub struct Snapshot {
+    gates: FeatureGates,
+    nodes: Vec<Node>,
+    node_index: HashMap<String, usize>,
+    pods: Vec<Pod>,
+    claims: BTreeMap<ObjectKey, ResourceClaim>,
+    templates: BTreeMap<ObjectKey, ResourceClaimTemplate>,
+    namespaces: BTreeMap<String, Namespace>,
+    dra: DraCatalog,
+    allocated: AllocatedState,
+    share_ids: ShareIdGenerator,
+    undo: Vec<Undo>,
+    filters: FilterState,
+    device_classes: Vec<DeviceClass>,
+    /// PreFilter result of the pod checked last, valid while `generation`
+    /// is unchanged (placements change domain counts).
+    prepared: Option<(usize, u64, Result<PreparedPod, String>)>,
+    generation: u64,
+    /// Per pod: its scheduling signature, once computed (`None` inside when
+    /// the pod's fit is not monotonic, see [`Snapshot::signature`]).
+    signatures: Vec<Option<Option<u64>>>,
+    /// Per signature: every node before this index refused such a pod.
+    cursors: HashMap<u64, usize>,
+    /// Whether any pod has a required anti-affinity term: only then do a
+    /// pod's labels decide where it fits.
+    labels_matter: bool,
+    /// Generated claims by (namespace, owner `uid:…`/`name:…`, pod claim entry).
+    generated: HashMap<(String, String, String), ObjectKey>,
+    /// PreFilter results of pods whose result does not depend on placements.
+    stateless_prepared: HashMap<usize, Result<PreparedPod, String>>,
+    /// Reused by [`Snapshot::signature`] to serialise a pod for hashing.
+    signature_buffer: Vec<u8>,
+}
+
+impl Snapshot {
+    /// Builds the state from loaded objects. Nodes are kept in name order.
+    #[must_use]
+    pub fn new(objects: ClusterObjects, gates: FeatureGates) -> Self {
+        let ClusterObjects {
+            mut nodes,
+            pods,
+            namespaces,
+            device_classes,
+            resource_slices,
+            resource_claims,
+            resource_claim_templates,
+            device_taint_rules,
+            extra: _,
+            pod_workload_refs: _,
+        } = objects;
+        nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let labels_matter = pods.iter().any(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.affinity.as_ref())
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                })
+                .is_some_and(|terms| !terms.is_empty())
+        });
+        let mut filters = FilterState::new(&nodes, &pods, &namespaces);
+        filters.set_device_classes(&device_classes, &gates);
+        let node_index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.metadata.name.clone().unwrap_or_default(), i))
+            .collect();
+        let dra = DraCatalog::new(
+            gates,
+            &device_classes,
+            &resource_slices,
+            &device_taint_rules,
+        );
+        let allocated = AllocatedState::from_claims(resource_claims.iter(), &gates);
+        let mut snapshot = Snapshot {
+            gates,
+            nodes,
+            node_index,
+            pods,
+            claims: resource_claims
+                .into_iter()
+                .map(|c| (object_key(&c.metadata), c))
+                .collect(),
+            templates: resource_claim_templates
+                .into_iter()
+                .map(|t| (object_key(&t.metadata), t))
+                .collect(),
+            namespaces: namespaces
+                .into_iter()
+                .map(|n| (n.metadata.name.clone().unwrap_or_default(), n))
+                .collect(),
+            dra,
+            allocated,
+            share_ids: ShareIdGenerator::default(),
+            undo: Vec::new(),
+            filters,
+            device_classes,
+            prepared: None,
+            generation: 0,
+            signatures: Vec::new(),
+            cursors: HashMap::new(),
+            labels_matter,
+            generated: HashMap::new(),
+            stateless_prepared: HashMap::new(),
+            signature_buffer: Vec::new(),
+        };
+        let keys: Vec<ObjectKey> = snapshot.claims.keys().cloned().collect();
+        for key in &keys {
+            snapshot.index_generated(key);
+        }
+        snapshot
+    }
+
+    /// Adds a node that does not exist yet (a node-group template node) with
+    /// the ResourceSlices its drivers would publish. Returns its index; node
+    /// indices of earlier nodes do not change.
+    pub fn add_node(&mut self, node: Node, slices: Vec<ResourceSlice>) -> usize {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        for slice in slices {
+            self.dra.add_slice(slice);
+        }
+        let index = self.nodes.len();
+        self.drop_stale_prepared();
+        self.filters.add_node(&node);
+        self.node_index.insert(name, index);
+        self.nodes.push(node);
+        self.undo.push(Undo::NodeAdded);
+        self.generation += 1;
+        index
+    }
+
+    /// Adds a pod that does not exist yet (a DaemonSet's pod for a template
+    /// node), unbound; returns its index.
+    pub fn add_pod(&mut self, pod: Pod) -> usize {
+        self.pods.push(pod);
+        self.undo.push(Undo::PodAdded);
+        self.pods.len() - 1
+    }
+
+    /// Forgets the PreFilter result kept for the last pod checked before the
+    /// filters' indexes change: it would be stale anyway, and while it shares
+    /// their per-domain columns and counts, every change would copy them
+    /// whole (copy on write), making each added node or pod cost O(nodes).
+    pub(super) fn drop_stale_prepared(&mut self) {
+        self.prepared = None;
+    }
+
+    /// The node a pod is bound to (in the snapshot or by this simulation).
+    #[must_use]
+    pub fn pod_node(&self, pod_index: usize) -> Option<usize> {
+        let name = self.pods[pod_index].spec.as_ref()?.node_name.as_deref()?;
+        self.node_index(name)
+    }
+
+    /// An allocatable resource list (a node template's), parsed once, for
+    /// [`Snapshot::usage_fits`].
+    pub fn allocatable_from(
+        &mut self,
+        list: &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    ) -> crate::filters::Allocatable {
+        self.filters.allocatable_from(list)
+    }
+
+    /// What `node_index` has left within `target`: CPU (millicores), memory
+    /// (bytes) and pod slots, each possibly negative.
+    #[must_use]
+    pub fn room_within(
+        &self,
+        node_index: usize,
+        target: &crate::filters::Allocatable,
+    ) -> Option<(i64, i64, i64)> {
+        self.filters.room_within(node_index, target)
+    }
+
+    /// Pod `pod_index`'s requests as an amount for [`Snapshot::usage_fits`];
+    /// `None` when a request is not a quantity.
+    pub fn requests_of(&mut self, pod_index: usize) -> Option<crate::filters::Allocatable> {
+        let pod = self.pods.get(pod_index)?;
+        self.filters.requests_of(pod)
+    }
+
+    /// Whether the requests of the pods on `node_index` — plus `extra`, a
+    /// pod's [`Snapshot::requests_of`], when given — fit within `target`
+    /// (pod slots included): exactly when NodeResourcesFit would pass each
+    /// of them, in any order, on a node with that allocatable.
+    #[must_use]
+    pub fn usage_fits(
+        &self,
+        node_index: usize,
+        extra: Option<&crate::filters::Allocatable>,
+        target: &crate::filters::Allocatable,
+    ) -> bool {
+        self.filters.usage_fits(node_index, extra, target)
+    }
+
+    /// The feature gates in force.
+    #[must_use]
+    pub fn gates(&self) -> &FeatureGates {
+        &self.gates
+    }
+
+    /// Nodes, in name order.
+    #[must_use]
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The index of a node by name.
+    #[must_use]
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.node_index.get(name).copied()
+    }
+
+    /// All pods, bound or pending.
+    #[must_use]
+    pub fn pods(&self) -> &[Pod] {
+        &self.pods
+    }
+
+    /// A namespace by name.
+    #[must_use]
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
+        self.namespaces.get(name)
+    }
+
+    /// A claim by key.
+    #[must_use]
+    pub fn claim(&self, key: &ObjectKey) -> Option<&ResourceClaim> {
+        self.claims.get(key)
+    }
+
+    /// Indices of the pods waiting for a node, in the order the simulation
+    /// places them: highest priority first, then oldest, then by
+    /// namespace/name so that equal pods keep a stable order.
+    #[must_use]
+    pub fn pending_pods(&self) -> Vec<usize> {
+        let mut pending: Vec<usize> = self
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| is_pending(p))
+            .map(|(i, _)| i)
+            .collect();
+        pending.sort_by(|&a, &b| {
+            let (pa, pb) = (&self.pods[a], &self.pods[b]);
+            priority(pb)
+                .cmp(&priority(pa))
+                .then_with(|| {
+                    pa.metadata
+                        .creation_timestamp
+                        .as_ref()
+                        .map(|t| t.0)
+                        .cmp(&pb.metadata.creation_timestamp.as_ref().map(|t| t.0))
+                })
+                .then_with(|| object_key(&pa.metadata).cmp(&object_key(&pb.metadata)))
+        });
+        pending
+    }
+}
