@@ -13,6 +13,8 @@
 //!   gangs in priority order, and the report entries every role writes;
 //! - [`types`]: options and the record of one attempt;
 //! - [`gangs`]: a gang tried whole, in each topology domain;
+//! - [`domains`]: the domains a gang is tried in, and the phantom nodes that
+//!   stand for the domains new nodes could add;
 //! - [`singles`]: a batch of single pods, each landing or waiting alone;
 //! - [`existing_nodes`]: first fit on the nodes the snapshot has;
 //! - [`new_nodes`]: opening nodes group by group, ranked by the expander;
@@ -35,6 +37,7 @@ use crate::groups::{Budget, Group, read_groups, template_node};
 use crate::report::{PlanReport, ScaleUp};
 
 mod daemonsets;
+mod domains;
 mod existing_nodes;
 mod expander;
 mod gangs;

@@ -53,6 +53,9 @@ pub(super) struct Attempt {
     pub(super) reasons: Vec<String>,
     /// Members whose claims the scheduler would fail outright.
     pub(super) errors: BTreeMap<usize, String>,
+    /// Under least-waste, the share of CPU and memory its new nodes leave
+    /// unused (see [`super::expander::Expander::LeastWaste`]).
+    pub(super) waste: f64,
 }
 
 impl Attempt {

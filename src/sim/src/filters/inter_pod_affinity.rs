@@ -211,6 +211,41 @@ fn clause(term: &Term, registry: &NamespaceRegistry, own_namespace: &str) -> Cla
     }
 }
 
+/// Whether every pod of `others` is one `pod`'s required affinity counts: it
+/// matches all of `pod`'s required affinity terms (upstream counts a pod for
+/// a term only when it matches every term, `podMatchesAllAffinityTerms`).
+/// `false` when `pod` has no required affinity term or one does not parse.
+pub(crate) fn affinity_counts_all<'a>(
+    pod: &Pod,
+    others: impl IntoIterator<Item = &'a Pod>,
+    registry: &NamespaceRegistry,
+) -> bool {
+    let Ok(terms) = parse_terms(pod, required_affinity(pod)) else {
+        return false;
+    };
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let matcher = PodMatcher {
+        clauses: terms
+            .iter()
+            .map(|t| clause(t, registry, namespace))
+            .collect(),
+        skip_terminating: false,
+    };
+    // An empty matcher matches nothing, so a pod without terms answers false.
+    others.into_iter().all(|other| {
+        matcher.matches(&PodRecord {
+            namespace: other
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+            labels: other.metadata.labels.clone(),
+            terminating: false,
+            node_index: usize::MAX,
+        })
+    })
+}
+
 /// The PreFilter.
 ///
 /// # Errors
