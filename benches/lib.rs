@@ -698,6 +698,8 @@ pub mod karpenter {
     }
 }
 
+pub mod colocated;
+
 /// The GPU-gang planning workload of the planner benchmark (b): pending
 /// gangs of pods that each want one GPU partition through DRA, existing
 /// nodes (every tenth with one partitionable GPU, the rest CPU-only) and

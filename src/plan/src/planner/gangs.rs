@@ -67,12 +67,15 @@ impl Planner<'_> {
         let start = self.snapshot.checkpoint();
         let mut best: Option<Attempt> = None;
         let mut all_reasons = Vec::new();
+        // Members the scheduler would fail outright, in any domain.
+        let mut errors: BTreeMap<usize, String> = BTreeMap::new();
         // With one domain and no phantom the attempt is kept in place when it
         // lands, instead of being rolled back and replayed.
         let keep = domains.len() == 1 && phantoms == 0;
         let mut kept = false;
         for domain in &domains {
             let attempt = self.attempt(gang, &claims, domain, existing);
+            errors.extend(attempt.errors.iter().map(|(&p, e)| (p, e.clone())));
             let lands = attempt.placements.len() >= gang.needed();
             if keep && lands {
                 kept = true;
@@ -82,16 +85,11 @@ impl Planner<'_> {
             if !lands {
                 let prefix = self.domain_prefix(domain);
                 all_reasons.extend(attempt.reasons.iter().map(|r| format!("{prefix}{r}")));
-                if best.is_none() && domains.len() == 1 {
-                    best = Some(attempt);
-                }
                 continue;
             }
-            let better = match &best {
-                None => true,
-                Some(b) if b.placements.len() < gang.needed() => true,
-                Some(b) => self.better_attempt(&attempt, b),
-            };
+            let better = best
+                .as_ref()
+                .is_none_or(|b| self.better_attempt(&attempt, b));
             if better {
                 best = Some(attempt);
             }
@@ -103,10 +101,8 @@ impl Planner<'_> {
             ));
         }
 
-        let chosen = best.filter(|a| a.placements.len() >= gang.needed());
-        let Some(chosen) = chosen else {
+        let Some(chosen) = best else {
             self.snapshot.rollback(before);
-            let errors = BTreeMap::new();
             self.report_waits(
                 gang,
                 gang_report,
@@ -247,8 +243,7 @@ impl Planner<'_> {
                 continue;
             };
             let (cpu, memory) = self
-                .snapshot
-                .requests_of(p.pod_index)
+                .requests(p.pod_index)
                 .map_or((0, 0), |a| a.cpu_memory());
             let entry = per_node.entry(p.node_index).or_insert((group, (0, 0)));
             entry.1 = (entry.1.0 + cpu, entry.1.1 + memory);

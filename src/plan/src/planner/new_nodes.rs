@@ -127,6 +127,10 @@ impl Planner<'_> {
             let Some(pod_claims) = claims.get(&pod_index) else {
                 continue;
             };
+            if self.surely_too_full(pod_index, node_index, group) {
+                still.push(pod_index);
+                continue;
+            }
             match self.snapshot.check(pod_index, node_index, pod_claims) {
                 Verdict::Fits(allocations) => {
                     self.place(

@@ -223,25 +223,21 @@ pub(crate) fn affinity_counts_all<'a>(
     let Ok(terms) = parse_terms(pod, required_affinity(pod)) else {
         return false;
     };
+    if terms.is_empty() {
+        return false;
+    }
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let matcher = PodMatcher {
-        clauses: terms
-            .iter()
-            .map(|t| clause(t, registry, namespace))
-            .collect(),
-        skip_terminating: false,
-    };
-    // An empty matcher matches nothing, so a pod without terms answers false.
+    let clauses: Vec<Clause> = terms
+        .iter()
+        .map(|t| clause(t, registry, namespace))
+        .collect();
+    // As `PodMatcher::matches`, on borrowed labels: a gang asks this for
+    // every pair of its members.
     others.into_iter().all(|other| {
-        matcher.matches(&PodRecord {
-            namespace: other
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_string()),
-            labels: other.metadata.labels.clone(),
-            terminating: false,
-            node_index: usize::MAX,
+        let other_namespace = other.metadata.namespace.as_deref().unwrap_or("default");
+        clauses.iter().all(|c| {
+            c.namespaces.contains(other_namespace)
+                && c.selector.matches(other.metadata.labels.as_ref())
         })
     })
 }
