@@ -3,8 +3,8 @@
 //! plan that the planner's rules imply, and optionally `args`.
 //!
 //! Comparison rules: `scaleUps` exactly and in order (every key written in
-//! the expectation, prices to 1e-9); `podGroups` in order by podGroup,
-//! outcome, minCount and members, with each expected reason a substring of
+//! the expectation, prices to 1e-9); `podGroups` in order by podGroup, api
+//! (when expected), outcome, minCount and members, with each expected reason a substring of
 //! some actual reason; `pods` in order by pod, outcome, node and nodeGroup
 //! (allocations only when the expectation lists them); `nodeGroupErrors` by
 //! nodeGroup when expected.
@@ -46,7 +46,7 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
     }
     for (e, a) in eg.iter().zip(ag) {
         let name = e["podGroup"].as_str().unwrap_or("?");
-        for field in ["podGroup", "outcome", "minCount", "members"] {
+        for field in ["podGroup", "api", "outcome", "minCount", "members"] {
             if let Some(ev) = e.get(field)
                 && !a.get(field).is_some_and(|av| same(ev, av))
             {
@@ -85,6 +85,26 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
 #[test]
 fn plans_match_the_planner_rules_on_every_scenario() {
     golden::run_suite("scenarios", 56, compare);
+}
+
+/// The plan `simulate -o json` prints reads back into the typed report and
+/// writes out unchanged: the typed fields (gang API, gang and pod names,
+/// capacity type) keep the JSON contract's strings.
+fn reads_back_unchanged(_expected: &Value, actual: &Value) -> Vec<String> {
+    let typed: dra_plan::PlanReport = match serde_json::from_value(actual.clone()) {
+        Ok(r) => r,
+        Err(e) => return vec![format!("does not read back: {e}")],
+    };
+    match serde_json::to_value(&typed) {
+        Ok(again) if &again == actual => Vec::new(),
+        Ok(again) => vec![format!("writes back differently: {again}")],
+        Err(e) => vec![format!("does not write back: {e}")],
+    }
+}
+
+#[test]
+fn plans_read_back_into_the_typed_report_unchanged() {
+    golden::run_suite("scenarios", 56, reads_back_unchanged);
 }
 
 #[test]

@@ -208,11 +208,7 @@ impl Autoscaler {
             self.finish(started, now);
             return summary;
         };
-        let gangs = report
-            .pod_groups
-            .iter()
-            .filter(|g| g.api != "single")
-            .count();
+        let gangs = report.pod_groups.iter().filter(|g| g.api.is_gang()).count();
         self.metrics
             .unschedulable_gangs
             .set(i64::try_from(gangs).unwrap_or(i64::MAX));
@@ -472,7 +468,7 @@ impl Autoscaler {
         let is_gang = report
             .pod_groups
             .iter()
-            .any(|g| g.api != "single" && scale_up.pod_groups.contains(&g.pod_group));
+            .any(|g| g.api.is_gang() && scale_up.pod_groups.contains(&g.pod_group));
         let mut request = IncreaseRequest {
             group: group_ref(&group),
             count,
@@ -524,7 +520,7 @@ impl Autoscaler {
                     outcome: ScaleUpOutcome::Succeeded,
                     message: format!(
                         "started {started} node(s) for {}",
-                        scale_up.pod_groups.join(", ")
+                        scale_up.pod_group_list()
                     ),
                 });
                 backoff::clear(&mut status, now);
@@ -534,12 +530,12 @@ impl Autoscaler {
                 }
                 let to = from + started;
                 self.metrics
-                    .record_scale_up(&name, &scale_up.capacity_type, started);
+                    .record_scale_up(&name, scale_up.capacity_type.as_str(), started);
                 summary.scaled_up.insert(name.clone(), started);
                 let note = format!(
                     "scaled up node group {name} from {from} to {to} (max {max}), {} capacity, for {}",
                     scale_up.capacity_type,
-                    scale_up.pod_groups.join(", ")
+                    scale_up.pod_group_list()
                 );
                 self.events
                     .publish(
@@ -551,7 +547,7 @@ impl Autoscaler {
                     from,
                     to,
                     max,
-                    capacity_type: scale_up.capacity_type.clone(),
+                    capacity_type: scale_up.capacity_type,
                 })
             }
             Err(error) => {

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use dra_api::CapacityType;
+use dra_plan::gang::{GangApi, GangRef};
 use dra_plan::report::{GangOutcome, PlanReport};
+use dra_sim::ObjectRef;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::Resource;
 
@@ -21,8 +24,8 @@ pub enum GroupOutcome {
         to: usize,
         /// `spec.maxSize`.
         max: usize,
-        /// `reserved`, `on-demand` or `spot`.
-        capacity_type: String,
+        /// How the nodes are bought.
+        capacity_type: CapacityType,
     },
     /// The provider failed, or the request was not sent; the message says why.
     Failed(String),
@@ -31,44 +34,22 @@ pub enum GroupOutcome {
 /// References to the objects events are attached to.
 #[derive(Debug, Clone, Default)]
 pub struct Refs {
-    pods: BTreeMap<String, ObjectReference>,
-    gangs: BTreeMap<(String, String), ObjectReference>,
-}
-
-/// `(API group, kind)` of the object each gang API label stands for.
-fn gang_object_kinds(api: &str) -> &'static [(&'static str, &'static str)] {
-    match api {
-        "pod-group" => &[("scheduling.k8s.io", "PodGroup")],
-        "workload" => &[("scheduling.k8s.io", "Workload")],
-        "coscheduling" => &[
-            ("scheduling.x-k8s.io", "PodGroup"),
-            ("scheduling.sigs.k8s.io", "PodGroup"),
-        ],
-        "volcano" => &[("scheduling.volcano.sh", "PodGroup")],
-        _ => &[],
-    }
+    pods: BTreeMap<ObjectRef, ObjectReference>,
+    /// By (API group, kind) and the object.
+    gangs: BTreeMap<((String, String), ObjectRef), ObjectReference>,
 }
 
 impl Refs {
-    /// Indexes pods and gang objects by `namespace/name`.
+    /// Indexes pods and gang objects.
     pub fn new<'a>(pods: impl IntoIterator<Item = &'a Pod>, gangs: &[GangObject]) -> Self {
         let mut refs = Self::default();
         for pod in pods {
-            let key = format!(
-                "{}/{}",
-                pod.metadata.namespace.as_deref().unwrap_or("default"),
-                pod.metadata.name.as_deref().unwrap_or_default()
-            );
-            refs.pods.insert(key, pod.object_ref(&()));
+            refs.pods
+                .insert(ObjectRef::namespaced(&pod.metadata), pod.object_ref(&()));
         }
         for gang in gangs {
             let group = gang.api_version.rsplit_once('/').map_or("", |(g, _)| g);
             let meta = &gang.object.metadata;
-            let key = format!(
-                "{}/{}",
-                meta.namespace.as_deref().unwrap_or("default"),
-                meta.name.as_deref().unwrap_or_default()
-            );
             let reference = ObjectReference {
                 api_version: Some(gang.api_version.clone()),
                 kind: Some(gang.kind.clone()),
@@ -78,22 +59,24 @@ impl Refs {
                 resource_version: meta.resource_version.clone(),
                 field_path: None,
             };
-            refs.gangs
-                .insert((format!("{group}#{}", gang.kind), key), reference);
+            refs.gangs.insert(
+                (
+                    (group.to_string(), gang.kind.clone()),
+                    ObjectRef::namespaced(meta),
+                ),
+                reference,
+            );
         }
         refs
     }
 
-    fn gang(&self, api: &str, pod_group: &str) -> Option<&ObjectReference> {
-        // A 1.35 Workload gang is `ns/workload/podGroup`; the object is the Workload.
-        let mut parts = pod_group.splitn(3, '/');
-        let key = match (parts.next(), parts.next()) {
-            (Some(ns), Some(name)) => format!("{ns}/{name}"),
-            _ => return None,
-        };
-        gang_object_kinds(api)
-            .iter()
-            .find_map(|(group, kind)| self.gangs.get(&(format!("{group}#{kind}"), key.clone())))
+    /// The object that defines a gang of `api` (for a 1.35 Workload gang,
+    /// the Workload), if the cluster has it.
+    fn gang(&self, api: GangApi, gang: &GangRef) -> Option<&ObjectReference> {
+        api.object_kinds().iter().find_map(|&(group, kind)| {
+            self.gangs
+                .get(&((group.to_string(), kind.to_string()), gang.object.clone()))
+        })
     }
 }
 
@@ -183,7 +166,7 @@ pub fn for_plan(
             .iter()
             .filter_map(|m| refs.pods.get(m))
             .collect();
-        if let Some(r) = refs.gang(&gang.api, &gang.pod_group) {
+        if let Some(r) = refs.gang(gang.api, &gang.pod_group) {
             targets.push(r);
         }
         for regarding in targets {
@@ -211,11 +194,14 @@ mod tests {
 
     fn gang_report(outcome: GangOutcome, reasons: &[&str]) -> PodGroupReport {
         PodGroupReport {
-            pod_group: "default/train".into(),
-            api: "coscheduling".into(),
+            pod_group: "default/train".parse().unwrap(),
+            api: GangApi::Coscheduling,
             outcome,
             min_count: 2,
-            members: vec!["default/a".into(), "default/b".into()],
+            members: vec![
+                ObjectRef::new("default", "a"),
+                ObjectRef::new("default", "b"),
+            ],
             reasons: reasons.iter().map(|r| (*r).to_string()).collect(),
         }
     }
@@ -241,8 +227,8 @@ mod tests {
         ScaleUp {
             node_group: "gpu".into(),
             count: 2,
-            pod_groups: vec!["default/train".into()],
-            capacity_type: "on-demand".into(),
+            pod_groups: vec!["default/train".parse().unwrap()],
+            capacity_type: CapacityType::OnDemand,
             price_per_hour: 2.0,
             min_count: 2,
         }
@@ -261,7 +247,7 @@ mod tests {
                 from: 0,
                 to: 2,
                 max: 8,
-                capacity_type: "on-demand".into(),
+                capacity_type: CapacityType::OnDemand,
             },
         )]
         .into();
@@ -311,9 +297,58 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_pod_group_gang_is_told_on_its_workload() {
+        // A 1.35 Workload gang is one pod group of the Workload; the Event
+        // goes to the Workload object, found from the typed gang reference.
+        let workload: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+            "metadata": {"name": "trainer", "namespace": "default", "uid": "wl-uid"}
+        }))
+        .unwrap();
+        let pods = [pending_pod("a", "1", 60), pending_pod("b", "1", 60)];
+        let refs = Refs::new(
+            pods.iter(),
+            &[GangObject {
+                api_version: "scheduling.k8s.io/v1alpha1".into(),
+                kind: "Workload".into(),
+                object: Arc::new(workload),
+            }],
+        );
+        let mut gang = gang_report(GangOutcome::Waits, &["no room"]);
+        gang.api = GangApi::Workload;
+        gang.pod_group = GangRef {
+            object: ObjectRef::new("default", "trainer"),
+            pod_group: Some("workers".into()),
+            replica_key: None,
+        };
+        let report = PlanReport {
+            pod_groups: vec![gang],
+            ..Default::default()
+        };
+        let notices = for_plan(&report, &BTreeMap::new(), &[], &refs);
+        let targets: Vec<_> = notices
+            .iter()
+            .map(|n| {
+                (
+                    n.regarding.kind.clone().unwrap(),
+                    n.regarding.name.clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            targets,
+            vec![
+                ("Pod".into(), "a".into()),
+                ("Pod".into(), "b".into()),
+                ("Workload".into(), "trainer".into())
+            ]
+        );
+    }
+
+    #[test]
     fn failed_scale_up_is_a_warning_and_fitting_gangs_get_nothing() {
         let mut fits = gang_report(GangOutcome::Lands, &[]);
-        fits.pod_group = "default/other".into();
+        fits.pod_group = "default/other".parse().unwrap();
         let report = PlanReport {
             scale_ups: vec![scale_up()],
             pod_groups: vec![gang_report(GangOutcome::Lands, &[]), fits],

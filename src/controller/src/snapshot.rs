@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use dra_api::{NODE_GROUP_LABEL, NodeGroup};
 use dra_plan::groups::{Group, template_node};
-use dra_sim::ClusterObjects;
 use dra_sim::objects::{ExtraObject, Origin};
+use dra_sim::{ClusterObjects, ObjectRef};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::resource::v1::{
@@ -94,8 +94,8 @@ pub struct Built {
     pub objects: ClusterObjects,
     /// Pending pods left out, by reason.
     pub skipped: BTreeMap<Skip, usize>,
-    /// Pending pods planned for, `namespace/name`.
-    pub planned_for: Vec<String>,
+    /// Pending pods planned for.
+    pub planned_for: Vec<ObjectRef>,
     /// Registered nodes standing in as their group's template (not Ready yet).
     pub booting_nodes: Vec<String>,
 }
@@ -147,14 +147,6 @@ pub fn node_group_of(node: &Node) -> Option<&str> {
         .as_ref()
         .and_then(|l| l.get(NODE_GROUP_LABEL))
         .map(String::as_str)
-}
-
-fn pod_key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
 }
 
 /// Builds the planner's input from the stores' contents and the NodeGroups
@@ -209,7 +201,7 @@ pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions)
         }
         match classify(pod, &options.pending, &priorities) {
             None => {
-                built.planned_for.push(pod_key(pod));
+                built.planned_for.push(ObjectRef::namespaced(&pod.metadata));
                 objects.pods.push(Pod::clone(pod));
             }
             Some(Skip::Nominated) => {

@@ -25,8 +25,8 @@
 
 use std::collections::BTreeMap;
 
-use dra_sim::FeatureGates;
 use dra_sim::objects::ExtraObject;
+use dra_sim::{FeatureGates, ObjectRef};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
@@ -46,7 +46,8 @@ pub const KUEUE_GROUP_LABEL: &str = "kueue.x-k8s.io/pod-group-name";
 pub const KUEUE_TOTAL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-total-count";
 
 /// The API groups (and kinds) whose objects gang detection reads; callers ask
-/// the loader to keep these.
+/// the loader (or the API server) to keep these. [`GangApi::object_kinds`]
+/// hands out the entries of each API from this one list.
 pub const GANG_KINDS: &[(&str, &str)] = &[
     ("scheduling.k8s.io", "Workload"),
     ("scheduling.k8s.io", "PodGroup"),
@@ -55,9 +56,10 @@ pub const GANG_KINDS: &[(&str, &str)] = &[
     ("scheduling.volcano.sh", "PodGroup"),
 ];
 
-/// Which API a gang comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// Which API a gang comes from. Written (in JSON, text and logs) as
+/// [`GangApi::as_str`] says: `single`, `pod-group`, `workload`,
+/// `coscheduling`, `volcano`, `kueue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum GangApi {
     /// Not in any group.
     Single,
@@ -73,14 +75,174 @@ pub enum GangApi {
     Kueue,
 }
 
+impl GangApi {
+    /// Every API, in declaration order.
+    pub const ALL: [GangApi; 6] = [
+        GangApi::Single,
+        GangApi::PodGroup,
+        GangApi::Workload,
+        GangApi::Coscheduling,
+        GangApi::Volcano,
+        GangApi::Kueue,
+    ];
+
+    /// The API's name: the one table between the enum and its spelling
+    /// (serde, `Display` and `FromStr` all go through it).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GangApi::Single => "single",
+            GangApi::PodGroup => "pod-group",
+            GangApi::Workload => "workload",
+            GangApi::Coscheduling => "coscheduling",
+            GangApi::Volcano => "volcano",
+            GangApi::Kueue => "kueue",
+        }
+    }
+
+    /// Whether pods of this API start together (everything but `single`).
+    #[must_use]
+    pub fn is_gang(self) -> bool {
+        self != GangApi::Single
+    }
+
+    /// `(API group, kind)` of the objects that define gangs of this API
+    /// (none for Kueue, whose groups live on the pods, and for single pods).
+    #[must_use]
+    pub fn object_kinds(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            GangApi::Workload => &GANG_KINDS[0..1],
+            GangApi::PodGroup => &GANG_KINDS[1..2],
+            GangApi::Coscheduling => &GANG_KINDS[2..4],
+            GangApi::Volcano => &GANG_KINDS[4..5],
+            GangApi::Kueue | GangApi::Single => &[],
+        }
+    }
+
+    /// The API whose gangs an object of `group`/`kind` defines.
+    #[must_use]
+    pub fn of_kind(group: &str, kind: &str) -> Option<GangApi> {
+        GangApi::ALL
+            .into_iter()
+            .find(|api| api.object_kinds().contains(&(group, kind)))
+    }
+}
+
+impl std::fmt::Display for GangApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A gang API name that is not one of [`GangApi::as_str`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown gang API {0:?}: expected single, pod-group, workload, coscheduling, volcano or kueue"
+)]
+pub struct UnknownGangApi(pub String);
+
+impl std::str::FromStr for GangApi {
+    type Err = UnknownGangApi;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        GangApi::ALL
+            .into_iter()
+            .find(|api| api.as_str() == s)
+            .ok_or_else(|| UnknownGangApi(s.to_string()))
+    }
+}
+
+impl serde::Serialize for GangApi {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GangApi {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Which gang: the object that defines it (for a pod in no group, the pod;
+/// for a Kueue group, its name in the pods' namespace) and, for a 1.35
+/// Workload, which of its pod groups and which replica of it.
+///
+/// Written `namespace/name`, then `/podGroup` and `/replicaKey` when set,
+/// and serialised as that string (names cannot contain `/`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GangRef {
+    /// The defining object.
+    pub object: ObjectRef,
+    /// 1.35 Workload: the pod group's name in `spec.podGroups`.
+    pub pod_group: Option<String>,
+    /// 1.35 Workload: the pod's `workloadRef.podGroupReplicaKey`, when set.
+    pub replica_key: Option<String>,
+}
+
+impl GangRef {
+    /// The gang an object defines (or a single pod is).
+    #[must_use]
+    pub fn object(object: ObjectRef) -> Self {
+        GangRef {
+            object,
+            pod_group: None,
+            replica_key: None,
+        }
+    }
+}
+
+impl std::fmt::Display for GangRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.object)?;
+        for part in [&self.pod_group, &self.replica_key].into_iter().flatten() {
+            write!(f, "/{part}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for GangRef {
+    type Err = std::convert::Infallible;
+
+    /// `namespace/name[/podGroup[/replicaKey]]`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut parts = s.splitn(4, '/');
+        let (first, second) = (parts.next().unwrap_or_default(), parts.next());
+        let object = match second {
+            Some(name) => ObjectRef::new(first, name),
+            None => ObjectRef::new("", first),
+        };
+        Ok(GangRef {
+            object,
+            pod_group: parts.next().map(str::to_string),
+            replica_key: parts.next().map(str::to_string),
+        })
+    }
+}
+
+impl serde::Serialize for GangRef {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GangRef {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        let Ok(r) = s.parse();
+        Ok(r)
+    }
+}
+
 /// A gang of pods.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gang {
     /// Where the gang is defined.
     pub api: GangApi,
-    /// `namespace/name` of the group (for a single pod, the pod; for a 1.35
-    /// Workload, `namespace/workload/podGroup[/replicaKey]`).
-    pub name: String,
+    /// Which gang (for a single pod, the pod).
+    pub name: GangRef,
     /// How many members must run together.
     pub min_count: usize,
     /// Indices (into the pod list) of members waiting for a node, in
@@ -108,7 +270,7 @@ impl Gang {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct GroupKey {
     api: GangApi,
-    name: String,
+    name: GangRef,
 }
 
 /// Reads one group object's policy: (minCount, topology key), or why it is
@@ -123,7 +285,8 @@ enum Policy {
     Basic,
 }
 
-fn key_of(obj: &ExtraObject) -> (String, String) {
+/// The object `obj` is, its namespace defaulted as the API server does.
+fn ref_of(obj: &ExtraObject) -> ObjectRef {
     let meta = obj.value.get("metadata");
     let get = |k: &str| {
         meta.and_then(|m| m.get(k))
@@ -132,7 +295,7 @@ fn key_of(obj: &ExtraObject) -> (String, String) {
             .to_string()
     };
     let ns = get("namespace");
-    (
+    ObjectRef::new(
         if ns.is_empty() { "default".into() } else { ns },
         get("name"),
     )
@@ -174,31 +337,39 @@ impl Groups {
     fn new(extra: &[ExtraObject]) -> Self {
         let mut policies = BTreeMap::new();
         for obj in extra {
-            let (ns, name) = key_of(obj);
+            let Some(api) = GangApi::of_kind(group_of(obj), &obj.kind) else {
+                continue;
+            };
+            let object = ref_of(obj);
             let spec = obj.value.get("spec");
-            let group = group_of(obj);
             // A version whose shape we do not know is not read: its pods then
             // wait on a group "not found" rather than being planned by guess.
-            if group == UPSTREAM_GROUP
+            if group_of(obj) == UPSTREAM_GROUP
                 && !UPSTREAM_VERSIONS.contains(&obj.api_version.rsplit('/').next().unwrap_or(""))
             {
                 continue;
             }
-            match (group, obj.kind.as_str()) {
-                ("scheduling.k8s.io", "PodGroup") => {
+            let min_member = || Policy::Gang {
+                min: as_count(spec.and_then(|s| s.get("minMember")))
+                    .unwrap_or(1)
+                    .max(1),
+                topology: None,
+            };
+            match api {
+                GangApi::PodGroup => {
                     let policy = upstream_policy(
                         spec.and_then(|s| s.get("schedulingPolicy")),
                         topology_of(spec),
                     );
                     policies.insert(
                         GroupKey {
-                            api: GangApi::PodGroup,
-                            name: format!("{ns}/{name}"),
+                            api,
+                            name: GangRef::object(object),
                         },
                         policy,
                     );
                 }
-                ("scheduling.k8s.io", "Workload") => {
+                GangApi::Workload => {
                     // 1.35 v1alpha1: spec.podGroups[]. (1.36+ Workloads carry
                     // podGroupTemplates; their runtime PodGroups are separate
                     // objects handled above.)
@@ -214,42 +385,27 @@ impl Groups {
                             .unwrap_or_default();
                         policies.insert(
                             GroupKey {
-                                api: GangApi::Workload,
-                                name: format!("{ns}/{name}/{group_name}"),
+                                api,
+                                name: GangRef {
+                                    object: object.clone(),
+                                    pod_group: Some(group_name.to_string()),
+                                    replica_key: None,
+                                },
                             },
                             upstream_policy(group.get("policy"), None),
                         );
                     }
                 }
-                ("scheduling.x-k8s.io" | "scheduling.sigs.k8s.io", "PodGroup") => {
+                GangApi::Coscheduling | GangApi::Volcano => {
                     policies.insert(
                         GroupKey {
-                            api: GangApi::Coscheduling,
-                            name: format!("{ns}/{name}"),
+                            api,
+                            name: GangRef::object(object),
                         },
-                        Policy::Gang {
-                            min: as_count(spec.and_then(|s| s.get("minMember")))
-                                .unwrap_or(1)
-                                .max(1),
-                            topology: None,
-                        },
+                        min_member(),
                     );
                 }
-                ("scheduling.volcano.sh", "PodGroup") => {
-                    policies.insert(
-                        GroupKey {
-                            api: GangApi::Volcano,
-                            name: format!("{ns}/{name}"),
-                        },
-                        Policy::Gang {
-                            min: as_count(spec.and_then(|s| s.get("minMember")))
-                                .unwrap_or(1)
-                                .max(1),
-                            topology: None,
-                        },
-                    );
-                }
-                _ => {}
+                GangApi::Kueue | GangApi::Single => {}
             }
         }
         Groups { policies }
@@ -271,7 +427,7 @@ fn link_of(
     let annotations = pod.metadata.annotations.as_ref();
     let key = |api, name: &str| GroupKey {
         api,
-        name: format!("{ns}/{name}"),
+        name: GangRef::object(ObjectRef::new(ns.clone(), name)),
     };
     if let Some(group) = pod
         .spec
@@ -284,15 +440,13 @@ fn link_of(
     }
     if let Some(reference) = workload_ref.filter(|_| upstream) {
         let get = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
-        let mut name = format!("{}/{}", get("name"), get("podGroup"));
-        let replica = get("podGroupReplicaKey");
         // The replica key separates gang instances of one pod group; the
-        // policy is the pod group's, looked up without it below.
-        if !replica.is_empty() {
-            name.push('#');
-            name.push_str(replica);
-        }
-        return Some((key(GangApi::Workload, &name), None));
+        // policy is the pod group's, looked up without it.
+        let replica = get("podGroupReplicaKey");
+        let mut key = key(GangApi::Workload, get("name"));
+        key.name.pod_group = Some(get("podGroup").to_string());
+        key.name.replica_key = (!replica.is_empty()).then(|| replica.to_string());
+        return Some((key, None));
     }
     if let Some(group) = labels.and_then(|l| {
         l.get(COSCHEDULING_LABEL)
@@ -340,12 +494,8 @@ fn priority(pod: &Pod) -> i32 {
     pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
 
-fn pod_name(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
+fn pod_name(pod: &Pod) -> ObjectRef {
+    ObjectRef::namespaced(&pod.metadata)
 }
 
 /// Groups `pods` into gangs. `pending_order` lists the pending pods (indices
@@ -418,13 +568,13 @@ pub fn detect_gangs(
             continue;
         }
         let counts = &members[&key];
-        let policy_key = match key.api {
-            // The replica key is not part of the Workload's pod-group name.
-            GangApi::Workload => GroupKey {
-                api: key.api,
-                name: key.name.split('#').next().unwrap_or_default().to_string(),
+        // The replica key is not part of the Workload's pod-group name.
+        let policy_key = GroupKey {
+            api: key.api,
+            name: GangRef {
+                replica_key: None,
+                ..key.name.clone()
             },
-            _ => key.clone(),
         };
         let (min_count, topology_key, mut blocked) = match key.api {
             GangApi::Kueue => match counts.kueue_total {
@@ -470,7 +620,7 @@ pub fn detect_gangs(
         index_of.insert(key.clone(), gangs.len());
         gangs.push(Gang {
             api: key.api,
-            name: key.name.replace('#', "/"),
+            name: key.name.clone(),
             min_count,
             pending: vec![pod_index],
             bound: counts.bound,
@@ -495,7 +645,7 @@ fn api_object(api: GangApi) -> &'static str {
 fn single(pod: &Pod, pod_index: usize) -> Gang {
     Gang {
         api: GangApi::Single,
-        name: pod_name(pod),
+        name: GangRef::object(pod_name(pod)),
         min_count: 1,
         pending: vec![pod_index],
         bound: 0,

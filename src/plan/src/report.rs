@@ -2,9 +2,12 @@
 //! extends the simulation report with `scaleUps`, `podGroups` and
 //! `nodeGroupErrors`; keys are a contract: add, never rename.
 
+use dra_api::CapacityType;
+use dra_sim::ObjectRef;
 use dra_sim::report::PodReport;
 use serde::{Deserialize, Serialize};
 
+use crate::gang::{GangApi, GangRef};
 use crate::groups::GroupError;
 
 /// New nodes for one group.
@@ -16,15 +19,27 @@ pub struct ScaleUp {
     /// How many nodes to add.
     pub count: usize,
     /// The pod groups (gangs) these nodes are for.
-    pub pod_groups: Vec<String>,
+    pub pod_groups: Vec<GangRef>,
     /// `reserved`, `on-demand` or `spot`.
-    pub capacity_type: String,
+    pub capacity_type: CapacityType,
     /// Marginal cost of the new nodes per hour (count × the group's price).
     pub price_per_hour: f64,
     /// The smallest number of nodes that must start together for every gang
     /// served to land: an atomic increase asks the provider for at least this
     /// many or none.
     pub min_count: usize,
+}
+
+impl ScaleUp {
+    /// The gangs served, as people read them: `ns/a, ns/b`.
+    #[must_use]
+    pub fn pod_group_list(&self) -> String {
+        self.pod_groups
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// Whether a gang lands.
@@ -42,16 +57,16 @@ pub enum GangOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodGroupReport {
-    /// `namespace/name` of the group (a single pod's name for a gang of one).
-    pub pod_group: String,
+    /// The group (a single pod for a gang of one), written `namespace/name`.
+    pub pod_group: GangRef,
     /// Which API defines the group (`pod-group`, `workload`, `coscheduling`, `volcano`, `kueue`, `single`).
-    pub api: String,
+    pub api: GangApi,
     /// Lands or waits.
     pub outcome: GangOutcome,
     /// Members that must run together, counting bound ones.
     pub min_count: usize,
-    /// The pending members, `namespace/name`.
-    pub members: Vec<String>,
+    /// The pending members, written `namespace/name`.
+    pub members: Vec<ObjectRef>,
     /// Why it waits: per node group, what ruled it out.
     pub reasons: Vec<String>,
 }
@@ -89,7 +104,7 @@ impl PlanReport {
                 s.count,
                 s.capacity_type,
                 s.price_per_hour,
-                s.pod_groups.join(", ")
+                s.pod_group_list()
             );
         }
         let _ = writeln!(out, "POD GROUPS");

@@ -4,7 +4,8 @@
 // Test helpers may unwrap: a failure is the test failing.
 #![allow(clippy::unwrap_used)]
 
-use dra_plan::gang::{GANG_KINDS, Gang, GangApi, detect_gangs};
+use dra_plan::gang::{GANG_KINDS, Gang, GangApi, GangRef, detect_gangs};
+use dra_sim::ObjectRef;
 use dra_sim::pods::is_pending;
 use dra_sim::{FeatureGates, Loader};
 
@@ -74,7 +75,7 @@ fn upstream_pod_group_with_all_members_is_one_gang_with_its_topology() {
     assert_eq!(found.len(), 1);
     let gang = &found[0];
     assert_eq!(gang.api, GangApi::PodGroup);
-    assert_eq!(gang.name, "ml/trainer-workers-0");
+    assert_eq!(gang.name.to_string(), "ml/trainer-workers-0");
     assert_eq!(
         (gang.min_count, gang.pending.len(), gang.needed()),
         (4, 4, 4)
@@ -127,6 +128,34 @@ fn workload_v1alpha1_with_workload_ref_from_1_35() {
     assert_eq!(found[0].api, GangApi::Workload);
     assert_eq!(found[0].min_count, 2);
     assert_eq!(found[0].blocked, None);
+    // The gang is the Workload's pod group; the object is the Workload.
+    assert_eq!(found[0].name.object, ObjectRef::new("ml", "trainer"));
+    assert_eq!(found[0].name.to_string(), "ml/trainer/workers");
+}
+
+#[test]
+fn workload_replicas_of_one_pod_group_are_separate_gangs() {
+    let mut yaml = "apiVersion: scheduling.k8s.io/v1alpha1\nkind: Workload\nmetadata: {name: trainer, namespace: ml}\nspec:\n  podGroups:\n  - name: workers\n    policy: {gang: {minCount: 2}}\n".to_string();
+    for replica in ["r0", "r1"] {
+        for i in 0..2 {
+            yaml += &pod(
+                &format!("{replica}-w{i}"),
+                "",
+                &format!(
+                    "  workloadRef: {{name: trainer, podGroup: workers, podGroupReplicaKey: {replica}}}\n"
+                ),
+            );
+        }
+    }
+    let found = gangs(&yaml);
+    let names: Vec<String> = found.iter().map(|g| g.name.to_string()).collect();
+    assert_eq!(names, ["ml/trainer/workers/r0", "ml/trainer/workers/r1"]);
+    // Each replica takes the pod group's policy, and is whole on its own.
+    assert!(
+        found
+            .iter()
+            .all(|g| g.min_count == 2 && g.blocked.is_none())
+    );
 }
 
 #[test]
@@ -235,4 +264,60 @@ fn upstream_gangs_need_the_scheduler_gates() {
     let mut gates = FeatureGates::for_version("1.36".parse().unwrap());
     gates.apply_flag("GenericWorkload=true").unwrap();
     assert_eq!(gangs_with(&upstream_members(4), &gates).len(), 4);
+}
+
+#[test]
+fn gang_api_names_are_the_report_contract_and_parse_back() {
+    let names: Vec<&str> = GangApi::ALL.iter().map(|a| a.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "single",
+            "pod-group",
+            "workload",
+            "coscheduling",
+            "volcano",
+            "kueue"
+        ]
+    );
+    for api in GangApi::ALL {
+        let json = serde_json::to_value(api).unwrap();
+        assert_eq!(json, serde_json::json!(api.as_str()));
+        assert_eq!(serde_json::from_value::<GangApi>(json).unwrap(), api);
+        assert_eq!(api.as_str().parse::<GangApi>().unwrap(), api);
+    }
+    assert!("gang".parse::<GangApi>().is_err());
+}
+
+#[test]
+fn every_gang_kind_belongs_to_one_api() {
+    for &(group, kind) in GANG_KINDS {
+        let api = GangApi::of_kind(group, kind).unwrap();
+        assert!(api.object_kinds().contains(&(group, kind)));
+    }
+    assert_eq!(
+        GangApi::of_kind("scheduling.sigs.k8s.io", "PodGroup"),
+        Some(GangApi::Coscheduling)
+    );
+    assert_eq!(GangApi::of_kind("batch", "Job"), None);
+}
+
+#[test]
+fn gang_refs_print_and_parse_as_the_report_writes_them() {
+    let workload = GangRef {
+        object: ObjectRef::new("ml", "trainer"),
+        pod_group: Some("workers".into()),
+        replica_key: Some("r1".into()),
+    };
+    for (gang, text) in [
+        (GangRef::object(ObjectRef::new("ml", "pg")), "ml/pg"),
+        (workload, "ml/trainer/workers/r1"),
+    ] {
+        assert_eq!(gang.to_string(), text);
+        assert_eq!(
+            serde_json::to_value(&gang).unwrap(),
+            serde_json::json!(text)
+        );
+        assert_eq!(text.parse::<GangRef>().unwrap(), gang);
+    }
 }

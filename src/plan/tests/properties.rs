@@ -164,7 +164,7 @@ proptest! {
             let placed = group
                 .members
                 .iter()
-                .filter(|m| matches!(outcomes[m.as_str()].0, Outcome::Fits | Outcome::FitsNewNode))
+                .filter(|m| matches!(outcomes[m.to_string().as_str()].0, Outcome::Fits | Outcome::FitsNewNode))
                 .count();
             match group.outcome {
                 GangOutcome::Lands => {
@@ -194,7 +194,7 @@ proptest! {
                 let placed = group
                     .members
                     .iter()
-                    .filter(|m| matches!(outcomes[m.as_str()].0, Outcome::Fits | Outcome::FitsNewNode))
+                    .filter(|m| matches!(outcomes[m.to_string().as_str()].0, Outcome::Fits | Outcome::FitsNewNode))
                     .count();
                 prop_assert!(placed >= group.min_count);
             }

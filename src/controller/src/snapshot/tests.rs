@@ -79,7 +79,7 @@ fn skipped_pods_are_left_out_and_counted() {
         ..Default::default()
     };
     let built = build(&inputs, &[], &options());
-    assert_eq!(built.planned_for, vec!["default/old".to_string()]);
+    assert_eq!(built.planned_for, vec![ObjectRef::new("default", "old")]);
     assert_eq!(built.skipped.get(&Skip::TooYoung), Some(&1));
     assert_eq!(built.skipped.get(&Skip::Nominated), Some(&1));
     let names: Vec<_> = built

@@ -9,8 +9,8 @@ use dra_sim::snapshot::{PodClaims, Verdict};
 
 use super::domains::Domain;
 use super::expander::{Expander, waste};
-use super::{Attempt, Placement, Planner, ScaleUps, api_name};
-use crate::gang::{Gang, GangApi};
+use super::{Attempt, Placement, Planner, ScaleUps};
+use crate::gang::Gang;
 use crate::report::{GangOutcome, PlanReport, PodGroupReport};
 
 impl Planner<'_> {
@@ -22,10 +22,10 @@ impl Planner<'_> {
         report: &mut PlanReport,
         scale_ups: &mut ScaleUps,
     ) {
-        let members: Vec<String> = gang.pending.iter().map(|&i| self.name(i)).collect();
+        let members = gang.pending.iter().map(|&i| self.name(i)).collect();
         let mut gang_report = PodGroupReport {
             pod_group: gang.name.clone(),
-            api: api_name(gang.api).to_string(),
+            api: gang.api,
             outcome: GangOutcome::Waits,
             min_count: gang.min_count,
             members,
@@ -139,7 +139,7 @@ impl Planner<'_> {
             entry.1.insert(gang.name.clone());
             // A gang only lands if all its new nodes start; single pods need
             // no companions.
-            if gang.api != GangApi::Single {
+            if gang.api.is_gang() {
                 entry.2 += count;
             }
         }

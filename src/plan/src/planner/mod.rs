@@ -26,11 +26,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use dra_sim::FeatureGates;
+use dra_sim::ObjectRef;
 use dra_sim::filters::Allocatable;
 use dra_sim::objects::ClusterObjects;
 use dra_sim::report::{Outcome, PodReport};
 use dra_sim::simulate::report_allocations;
-use dra_sim::snapshot::{PodClaims, Snapshot, key_string, object_key};
+use dra_sim::snapshot::{PodClaims, Snapshot, object_key};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::gang::{Gang, GangApi, detect_gangs};
@@ -67,7 +68,7 @@ struct Planner<'a> {
     used: Vec<usize>,
     options: &'a PlanOptions,
     /// Members' names, for reasons.
-    names: BTreeMap<usize, String>,
+    names: BTreeMap<usize, ObjectRef>,
     /// Node groups that differ only in size, once computed.
     size_classes: Option<pack::SizeClasses>,
     /// Node label keys the DRA allocator reads (see [`Prepared`]).
@@ -172,7 +173,7 @@ impl Prepared {
 pub struct Planned {
     snapshot: Snapshot,
     /// Pod names and gangs: nothing to read, only to drop with the rest.
-    _scratch: (BTreeMap<usize, String>, Vec<Gang>),
+    _scratch: (BTreeMap<usize, ObjectRef>, Vec<Gang>),
 }
 
 impl Planned {
@@ -194,10 +195,10 @@ fn run(
     pending: &[usize],
     gangs: &[Gang],
     options: &PlanOptions,
-) -> (PlanReport, Snapshot, BTreeMap<usize, String>) {
+) -> (PlanReport, Snapshot, BTreeMap<usize, ObjectRef>) {
     let names = pending
         .iter()
-        .map(|&i| (i, key_string(&object_key(&snapshot.pods()[i].metadata))))
+        .map(|&i| (i, object_key(&snapshot.pods()[i].metadata)))
         .collect();
     let mut planner = Planner {
         allocatables: vec![None; groups.len()],
@@ -234,7 +235,7 @@ fn run(
     // fits each pod).
     let mut i = 0;
     while i < gangs.len() {
-        let is_single = |g: &Gang| g.api == GangApi::Single && g.blocked.is_none();
+        let is_single = |g: &Gang| !g.api.is_gang() && g.blocked.is_none();
         if is_single(&gangs[i]) {
             let mut j = i;
             while j < gangs.len() && is_single(&gangs[j]) && gangs[j].priority == gangs[i].priority
@@ -256,7 +257,7 @@ fn run(
                 node_group: group.name.clone(),
                 count,
                 pod_groups: gangs.into_iter().collect(),
-                capacity_type: group.spec.capacity_type.as_str().to_string(),
+                capacity_type: group.spec.capacity_type,
                 price_per_hour: group.spec.price_per_hour * count as f64,
                 min_count: min_count.max(1),
             }
@@ -302,7 +303,7 @@ fn add_missing_template_slices(objects: &mut ClusterObjects, groups: &[Group]) {
 fn split_satisfied_gangs(gangs: Vec<Gang>) -> Vec<Gang> {
     let mut out = Vec::with_capacity(gangs.len());
     for gang in gangs {
-        if gang.needed() == 0 && gang.blocked.is_none() && gang.api != GangApi::Single {
+        if gang.needed() == 0 && gang.blocked.is_none() && gang.api.is_gang() {
             for &pod_index in &gang.pending {
                 out.push(Gang {
                     api: GangApi::Single,
@@ -322,19 +323,8 @@ fn split_satisfied_gangs(gangs: Vec<Gang>) -> Vec<Gang> {
     out
 }
 
-fn api_name(api: GangApi) -> &'static str {
-    match api {
-        GangApi::Single => "single",
-        GangApi::PodGroup => "pod-group",
-        GangApi::Workload => "workload",
-        GangApi::Coscheduling => "coscheduling",
-        GangApi::Volcano => "volcano",
-        GangApi::Kueue => "kueue",
-    }
-}
-
 impl Planner<'_> {
-    fn name(&self, pod_index: usize) -> String {
+    fn name(&self, pod_index: usize) -> ObjectRef {
         self.names.get(&pod_index).cloned().unwrap_or_default()
     }
 
@@ -346,7 +336,7 @@ impl Planner<'_> {
         reasons: Vec<String>,
     ) -> PodReport {
         PodReport {
-            pod: self.name(pod_index),
+            pod: self.name(pod_index).to_string(),
             outcome,
             node,
             node_group: None,

@@ -8,8 +8,8 @@ use dra_sim::report::Outcome;
 use dra_sim::snapshot::PodClaims;
 
 use super::domains::Domain;
-use super::{Attempt, Placement, Planner, ScaleUps, api_name};
-use crate::gang::{Gang, GangApi};
+use super::{Attempt, Placement, Planner, ScaleUps};
+use crate::gang::{Gang, GangApi, GangRef};
 use crate::report::{GangOutcome, PlanReport, PodGroupReport};
 
 impl Planner<'_> {
@@ -37,7 +37,7 @@ impl Planner<'_> {
         }
         let batch = Gang {
             api: GangApi::Single,
-            name: String::new(),
+            name: GangRef::default(),
             min_count: 0,
             pending: singles
                 .iter()
@@ -94,7 +94,7 @@ impl Planner<'_> {
             .iter()
             .map(|p| (p.pod_index, p))
             .collect();
-        let mut nodes_per_group: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+        let mut nodes_per_group: BTreeMap<usize, BTreeSet<GangRef>> = BTreeMap::new();
         for (&g, &count) in &attempt.new_nodes {
             self.used[g] += count;
             scale_ups.entry(g).or_insert((0, BTreeSet::new(), 0)).0 += count;
@@ -151,8 +151,8 @@ impl Planner<'_> {
                     }
                 };
                 report.pod_groups.push(PodGroupReport {
-                    pod_group: name,
-                    api: api_name(GangApi::Single).to_string(),
+                    pod_group: GangRef::object(name),
+                    api: GangApi::Single,
                     outcome,
                     min_count: 1,
                     members: vec![self.name(pod_index)],

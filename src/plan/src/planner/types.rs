@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::Expander;
+use crate::gang::GangRef;
 
 /// Planner settings. `now` is an input, never read from a clock.
 #[derive(Debug, Clone)]
@@ -30,7 +31,7 @@ impl Default for PlanOptions {
 
 /// The scale-ups of a plan as it is built, per group index: (new nodes, the
 /// gangs they serve, nodes that must start together).
-pub(super) type ScaleUps = BTreeMap<usize, (usize, BTreeSet<String>, usize)>;
+pub(super) type ScaleUps = BTreeMap<usize, (usize, BTreeSet<GangRef>, usize)>;
 
 /// One member's place in an attempt.
 #[derive(Debug, Clone)]
