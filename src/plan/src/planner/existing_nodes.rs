@@ -52,7 +52,15 @@ impl Planner<'_> {
                         placed = true;
                         break;
                     }
-                    Verdict::Refused(_) => {}
+                    Verdict::Refused(reason) => {
+                        if !domain.is_anywhere() && attempt.existing_refusal.is_none() {
+                            let node = &self.snapshot.nodes()[node_index].metadata;
+                            attempt.existing_refusal = Some(format!(
+                                "node {}: {reason}",
+                                node.name.as_deref().unwrap_or_default()
+                            ));
+                        }
+                    }
                     Verdict::Fatal(e) => {
                         attempt.errors.insert(pod_index, e);
                         break;

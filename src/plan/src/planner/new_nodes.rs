@@ -83,11 +83,19 @@ impl Planner<'_> {
                 gang.pending.len(),
                 gang.needed()
             ));
+            attempt.reasons.extend(attempt.existing_refusal.clone());
             attempt.reasons.extend(
                 rejected
                     .into_iter()
                     .map(|(g, r)| format!("node group {}: {r}", self.groups[g].name)),
             );
+            if !domain.is_anywhere()
+                && !(0..self.groups.len()).any(|g| self.group_in_domain(g, domain))
+            {
+                attempt
+                    .reasons
+                    .push("no node group's new nodes are in this domain".into());
+            }
         }
     }
 
