@@ -81,17 +81,7 @@ pub fn workload(members: usize, domains: usize) -> ClusterObjects {
                 resource_slices: Vec::new(),
             },
         };
-        objects.extra.push(ExtraObject {
-            api_version: "dra-autoscaler.io/v1alpha1".into(),
-            kind: "NodeGroup".into(),
-            origin: Origin::default(),
-            value: serde_json::json!({
-                "apiVersion": "dra-autoscaler.io/v1alpha1",
-                "kind": "NodeGroup",
-                "metadata": {"name": name},
-                "spec": spec,
-            }),
-        });
+        objects.extra.push(crate::node_group_object(&name, &spec));
     }
     objects
 }

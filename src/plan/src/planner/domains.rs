@@ -25,6 +25,7 @@
 use std::collections::BTreeSet;
 
 use dra_api::new_node::HOSTNAME_LABEL;
+use dra_sim::filters::required_affinity;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::Planner;
@@ -58,15 +59,7 @@ impl Domain {
 
 /// The topology keys of a pod's required pod affinity terms.
 fn affinity_keys(pod: &Pod) -> impl Iterator<Item = &str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.pod_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or_default()
+    required_affinity(pod)
         .iter()
         .map(|t| t.topology_key.as_str())
 }

@@ -97,7 +97,8 @@ fn parse_terms(pod: &Pod, terms: &[PodAffinityTerm]) -> Result<Vec<Term>, Select
         .collect()
 }
 
-fn required_affinity(pod: &Pod) -> &[PodAffinityTerm] {
+/// The pod's required pod affinity terms (none when it has no affinity).
+pub fn required_affinity(pod: &Pod) -> &[PodAffinityTerm] {
     pod.spec
         .as_ref()
         .and_then(|s| s.affinity.as_ref())

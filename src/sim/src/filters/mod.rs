@@ -52,6 +52,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 pub use crate::selectors::SelectorParseError;
 pub use capacity::Allocatable;
 pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
+pub use inter_pod_affinity::required_affinity;
 
 use crate::gates::FeatureGates;
 use crate::objects::ObjectRef;
