@@ -237,10 +237,9 @@ pub(crate) fn affinity_counts_all<'a>(
     // every pair of its members.
     others.into_iter().all(|other| {
         let other_namespace = other.metadata.namespace.as_deref().unwrap_or("default");
-        clauses.iter().all(|c| {
-            c.namespaces.contains(other_namespace)
-                && c.selector.matches(other.metadata.labels.as_ref())
-        })
+        clauses
+            .iter()
+            .all(|c| c.matches(other_namespace, other.metadata.labels.as_ref()))
     })
 }
 
