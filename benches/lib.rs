@@ -32,6 +32,26 @@ fn q(s: &str) -> Quantity {
     Quantity(s.to_string())
 }
 
+/// A node group as the snapshot holds it: a `dra-autoscaler.io/v1alpha1`
+/// NodeGroup object named `name` with `spec`.
+#[must_use]
+pub fn node_group_object(
+    name: &str,
+    spec: &dra_api::NodeGroupSpec,
+) -> dra_sim::objects::ExtraObject {
+    dra_sim::objects::ExtraObject {
+        api_version: "dra-autoscaler.io/v1alpha1".into(),
+        kind: "NodeGroup".into(),
+        origin: dra_sim::objects::Origin::default(),
+        value: serde_json::json!({
+            "apiVersion": "dra-autoscaler.io/v1alpha1",
+            "kind": "NodeGroup",
+            "metadata": {"name": name},
+            "spec": spec,
+        }),
+    }
+}
+
 /// A node with generous CPU and memory.
 #[must_use]
 pub fn node(name: &str) -> Node {
@@ -278,7 +298,7 @@ pub mod karpenter {
 
     use dra_api::{CapacityType, NodeGroupSpec, NodeTemplate, TopologyDomain};
     use dra_sim::ClusterObjects;
-    use dra_sim::objects::{ExtraObject, Origin};
+    use dra_sim::objects::ExtraObject;
     use k8s_openapi::api::core::v1::{
         Affinity, Container, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec,
         ResourceRequirements, TopologySpreadConstraint,
@@ -384,18 +404,7 @@ pub mod karpenter {
                     },
                     scale_down: None,
                 };
-                let value = serde_json::json!({
-                    "apiVersion": "dra-autoscaler.io/v1alpha1",
-                    "kind": "NodeGroup",
-                    "metadata": {"name": name},
-                    "spec": spec,
-                });
-                groups.push(ExtraObject {
-                    api_version: "dra-autoscaler.io/v1alpha1".into(),
-                    kind: "NodeGroup".into(),
-                    origin: Origin::default(),
-                    value,
-                });
+                groups.push(super::node_group_object(&name, &spec));
             }
         }
         groups
@@ -701,6 +710,8 @@ pub mod karpenter {
     }
 }
 
+pub mod colocated;
+
 /// The GPU-gang planning workload of the planner benchmark (b): pending
 /// gangs of pods that each want one GPU partition through DRA, existing
 /// nodes (every tenth with one partitionable GPU, the rest CPU-only) and
@@ -787,17 +798,7 @@ pub mod gangs {
                 },
                 scale_down: None,
             };
-            objects.extra.push(ExtraObject {
-                api_version: "dra-autoscaler.io/v1alpha1".into(),
-                kind: "NodeGroup".into(),
-                origin: Origin::default(),
-                value: serde_json::json!({
-                    "apiVersion": "dra-autoscaler.io/v1alpha1",
-                    "kind": "NodeGroup",
-                    "metadata": {"name": name},
-                    "spec": spec,
-                }),
-            });
+            objects.extra.push(super::node_group_object(&name, &spec));
         }
         objects
     }

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
+use dra_plan::gang_apis::GangApisFound;
 use dra_plan::{PlanOptions, PlanReport};
 use dra_sim::report::Report;
-use dra_sim::{FeatureGates, KubeVersion, Loader};
+use dra_sim::{ClusterObjects, FeatureGates, KubeVersion, Loader};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::input;
@@ -96,7 +97,10 @@ pub struct SimulateArgs {
     /// DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
     /// DRAFractionalCapacityRange, DRAListTypeAttributes, DRAExtendedResource,
     /// DRADeviceCompatibilityGroups, DRAOptionalNodeOperations, GenericWorkload,
-    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout.
+    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout. When
+    /// planning, scheduling.k8s.io Workload/PodGroup objects or pods linked to
+    /// them turn the gang gates on (GenericWorkload, GangScheduling,
+    /// TopologyAwareWorkloadScheduling) unless this flag turns them off.
     #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
     pub feature_gates: String,
 
@@ -109,8 +113,9 @@ pub struct SimulateArgs {
     #[arg(long, env = "DRA_AUTOSCALER_EXPANDER", default_value = "least-cost")]
     pub expander: String,
 
-    /// The time to plan at (RFC 3339), for reservation end times. Without it,
-    /// end times are ignored (a simulation reads no clock).
+    /// The time to plan at, for reservation end times: an RFC 3339 time
+    /// (2026-12-01T00:00:00Z), or `none` to ignore end times (output that does
+    /// not depend on the clock). Default: the current time.
     #[arg(long, env = "DRA_AUTOSCALER_NOW")]
     pub now: Option<String>,
 
@@ -135,11 +140,7 @@ impl SimulateArgs {
     /// # Errors
     /// An unsupported version or a malformed/unknown gate.
     pub fn gates(&self) -> anyhow::Result<FeatureGates> {
-        let version: KubeVersion = self
-            .kubernetes_version
-            .parse()
-            .context("--kubernetes-version")?;
-        let mut gates = FeatureGates::for_version(version);
+        let mut gates = self.version_gates()?;
         gates
             .apply_flag(&self.feature_gates)
             .context("--feature-gates")?;
@@ -149,22 +150,52 @@ impl SimulateArgs {
         Ok(gates)
     }
 
-    /// Planner options from the flags.
+    /// The defaults of `--kubernetes-version`, before `--feature-gates`.
+    fn version_gates(&self) -> anyhow::Result<FeatureGates> {
+        let version: KubeVersion = self
+            .kubernetes_version
+            .parse()
+            .context("--kubernetes-version")?;
+        Ok(FeatureGates::for_version(version))
+    }
+
+    /// The gates to plan `objects` with: the version's defaults, the gang gates
+    /// the objects show the cluster runs (see [`dra_plan::gang_apis`]), then
+    /// `--feature-gates`. Also returns the line saying which gang APIs were
+    /// found and used, if any was found.
+    ///
+    /// # Errors
+    /// An unsupported version or a malformed/unknown gate.
+    pub fn planning_gates(
+        &self,
+        objects: &ClusterObjects,
+    ) -> anyhow::Result<(FeatureGates, Option<String>)> {
+        let found =
+            GangApisFound::in_objects(&objects.extra, &objects.pods, &objects.pod_workload_refs);
+        let resolved = found
+            .resolve_gates(self.version_gates()?, &self.feature_gates)
+            .context("--feature-gates")?;
+        Ok((resolved.gates, resolved.summary))
+    }
+
+    /// Planner options from the flags, planning at `clock` unless `--now`
+    /// says otherwise.
     ///
     /// # Errors
     /// An unknown expander, a bad time or duration.
-    pub fn plan_options(&self) -> anyhow::Result<PlanOptions> {
+    pub fn plan_options(&self, clock: Timestamp) -> anyhow::Result<PlanOptions> {
         let expander = self
             .expander
             .parse()
             .map_err(|e: String| anyhow::anyhow!(e))
             .context("--expander")?;
-        let now = self
-            .now
-            .as_deref()
-            .map(str::parse::<Timestamp>)
-            .transpose()
-            .context("--now: expected an RFC 3339 time such as 2026-12-01T00:00:00Z")?;
+        let now = match self.now.as_deref().map(str::trim) {
+            None => Some(clock),
+            Some("none") => None,
+            Some(time) => Some(time.parse::<Timestamp>().context(
+                "--now: expected an RFC 3339 time such as 2026-12-01T00:00:00Z, or none",
+            )?),
+        };
         let min_reservation_left: SignedDuration = self
             .min_reservation_left
             .parse()
@@ -177,13 +208,15 @@ impl SimulateArgs {
     }
 
     /// Loads the snapshot and simulates (or plans, when NodeGroups are in the
-    /// input), without printing. Returns the report and a note on skipped kinds.
+    /// input, at the current time unless `--now` says otherwise), without
+    /// printing. Returns the report and notes for stderr (skipped kinds, the
+    /// gang APIs found).
     ///
     /// # Errors
     /// Bad flags or unreadable input.
-    pub fn simulate(&self) -> anyhow::Result<(SimulateOutput, Option<String>)> {
-        let gates = self.gates()?;
-        let options = self.plan_options()?;
+    pub fn simulate(&self) -> anyhow::Result<(SimulateOutput, Vec<String>)> {
+        // The CLI reads the clock; the planner only ever gets a time.
+        let options = self.plan_options(Timestamp::now())?;
         let mut loader = Loader::new();
         loader.keep_kind("dra-autoscaler.io", "NodeGroup");
         loader.keep_kind("apps", "DaemonSet");
@@ -193,13 +226,14 @@ impl SimulateArgs {
             loader.keep_kind(group, kind);
         }
         let loaded = input::load(&self.paths, loader)?;
-        let notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
+        let mut notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
             .into_iter()
             .flatten()
             .collect();
-        let note = (!notes.is_empty()).then(|| notes.join("\nnote: "));
         let has_groups = loaded.objects.extra.iter().any(|o| o.kind == "NodeGroup");
         let output = if has_groups {
+            let (gates, gang_apis) = self.planning_gates(&loaded.objects)?;
+            notes.extend(gang_apis);
             let plan = dra_plan::plan(loaded.objects.clone(), gates, &options);
             // No history offline: every underused node counts as unneeded for long enough.
             let scale_down = dra_plan::scaledown::analyse(
@@ -213,9 +247,9 @@ impl SimulateArgs {
             );
             SimulateOutput::Plan(plan, scale_down)
         } else {
-            SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, gates))
+            SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, self.gates()?))
         };
-        Ok((output, note))
+        Ok((output, notes))
     }
 
     /// Runs the command: the report goes to stdout, notes to stderr.
@@ -223,8 +257,8 @@ impl SimulateArgs {
     /// # Errors
     /// Bad flags, unreadable input, or stdout closed.
     pub fn run(self) -> anyhow::Result<()> {
-        let (report, note) = self.simulate()?;
-        if let Some(note) = note {
+        let (report, notes) = self.simulate()?;
+        for note in notes {
             tracing::info!(note, "input");
             eprintln!("note: {note}");
         }

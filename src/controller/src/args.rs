@@ -51,6 +51,9 @@ pub struct RunArgs {
     /// Feature gates on top of the version's defaults, as kube-scheduler takes
     /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
     /// them as your scheduler has them, or the plan and the scheduler disagree.
+    /// A cluster serving the scheduling.k8s.io Workload/PodGroup API is taken to
+    /// run gang scheduling (GenericWorkload, GangScheduling,
+    /// TopologyAwareWorkloadScheduling on) unless this flag turns them off.
     #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
     pub feature_gates: String,
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use dra_plan::gang_apis::GangApisFound;
 use dra_plan::{Expander, PlanOptions};
 use dra_provider::{ClientConfig, ClientTls, ProviderClient};
 use dra_sim::{FeatureGates, KubeVersion};
@@ -23,7 +24,7 @@ use crate::health::{self, Health};
 use crate::lease::{LeaderElector, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::scaledown::{ScaleDownConfig, ScaleDowns};
-use crate::watch as watches;
+use crate::watch::{self as watches, OptionalApis};
 use dra_plan::scaledown::ScaleDownDefaults;
 
 /// The name events and the lease report as.
@@ -114,8 +115,14 @@ pub async fn connect_providers(args: &RunArgs) -> anyhow::Result<GrpcExecutor> {
     Ok(GrpcExecutor::new(clients))
 }
 
-/// The scheduler features to model: the flag's version, or the API server's.
-async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<FeatureGates> {
+/// The scheduler features to model: the flag's version (or the API server's),
+/// the gang gates a cluster serving the upstream gang API runs, then
+/// `--feature-gates`. Logs which gang APIs were found and used.
+async fn resolve_gates(
+    client: &kube::Client,
+    args: &RunArgs,
+    optional: &OptionalApis,
+) -> anyhow::Result<FeatureGates> {
     let version = match &args.kubernetes_version {
         Some(v) => v.parse::<KubeVersion>().context("--kubernetes-version")?,
         None => {
@@ -146,15 +153,24 @@ async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<
             }
         }
     };
-    let mut gates = FeatureGates::for_version(version);
-    gates
-        .apply_flag(&args.feature_gates)
+    let found = GangApisFound::served(
+        optional
+            .gangs
+            .iter()
+            .map(|ar| (ar.api_version.as_str(), ar.kind.as_str())),
+    );
+    let mut resolved = found
+        .resolve_gates(FeatureGates::for_version(version), &args.feature_gates)
         .context("--feature-gates")?;
-    gates
+    resolved
+        .gates
         .set_dra_filter_timeout(args.dra_filter_timeout)
         .context("--dra-filter-timeout")?;
     tracing::info!(kubernetes = %version, "modelling kube-scheduler");
-    Ok(gates)
+    if let Some(summary) = &resolved.summary {
+        tracing::info!(turned_on = ?resolved.turned_on, "{summary}");
+    }
+    Ok(resolved.gates)
 }
 
 /// Scale-down settings from the flags. A dry run analyses and reports but removes nothing.
@@ -215,7 +231,7 @@ pub async fn run_with_clients(
         device_taint_rules = optional.device_taint_rules,
         "discovered optional APIs"
     );
-    let gates = resolve_gates(&client, &args).await?;
+    let gates = resolve_gates(&client, &args, &optional).await?;
     let metrics = Arc::new(Metrics::new());
     let scan = std_duration(args.scan_interval);
     let health =

@@ -20,7 +20,8 @@
 //! API counts only when the cluster's scheduler runs the GangScheduling plugin
 //! (gates `GenericWorkload` and, before 1.37, `GangScheduling`); its topology
 //! constraint only with `TopologyAwareWorkloadScheduling`. Otherwise the
-//! scheduler places those pods one by one, and so do we.
+//! scheduler places those pods one by one, and so do we. Callers turn those
+//! gates on when the cluster shows it uses the API ([`crate::gang_apis`]).
 
 use std::collections::BTreeMap;
 
@@ -31,6 +32,8 @@ use dra_sim::pods::{
 use dra_sim::{FeatureGates, ObjectRef};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
+
+use crate::gang_apis::{UPSTREAM_GROUP, UPSTREAM_VERSIONS};
 
 // The links pods carry are read by `dra_sim::pods`; the names stay here too.
 pub use dra_sim::pods::{
@@ -335,6 +338,13 @@ impl Groups {
             };
             let object = ref_of(obj);
             let spec = obj.value.get("spec");
+            // A version whose shape we do not know is not read: its pods then
+            // wait on a group "not found" rather than being planned by guess.
+            if group_of(obj) == UPSTREAM_GROUP
+                && !UPSTREAM_VERSIONS.contains(&obj.api_version.rsplit('/').next().unwrap_or(""))
+            {
+                continue;
+            }
             let min_member = || Policy::Gang {
                 min: as_count(spec.and_then(|s| s.get("minMember")))
                     .unwrap_or(1)

@@ -5,6 +5,7 @@
 //! never an action. No I/O, no clock, no threads.
 
 pub mod gang;
+pub mod gang_apis;
 pub mod groups;
 pub mod planner;
 pub mod report;

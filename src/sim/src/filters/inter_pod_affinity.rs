@@ -189,6 +189,36 @@ fn clause(term: &Term, registry: &NamespaceRegistry, own_namespace: &str) -> Cla
     }
 }
 
+/// Whether every pod of `others` is one `pod`'s required affinity counts: it
+/// matches all of `pod`'s required affinity terms (upstream counts a pod for
+/// a term only when it matches every term, `podMatchesAllAffinityTerms`).
+/// `false` when `pod` has no required affinity term or one does not parse.
+pub(crate) fn affinity_counts_all<'a>(
+    pod: &Pod,
+    others: impl IntoIterator<Item = &'a Pod>,
+    registry: &NamespaceRegistry,
+) -> bool {
+    let Ok(terms) = parse_terms(pod, required_pod_affinity(pod)) else {
+        return false;
+    };
+    if terms.is_empty() {
+        return false;
+    }
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let clauses: Vec<Clause> = terms
+        .iter()
+        .map(|t| clause(t, registry, namespace))
+        .collect();
+    // As `PodMatcher::matches`, on borrowed labels: a gang asks this for
+    // every pair of its members.
+    others.into_iter().all(|other| {
+        let other_namespace = other.metadata.namespace.as_deref().unwrap_or("default");
+        clauses
+            .iter()
+            .all(|c| c.matches(other_namespace, other.metadata.labels.as_ref()))
+    })
+}
+
 /// The PreFilter.
 ///
 /// # Errors

@@ -403,6 +403,17 @@ impl FilterState {
         self.nodes.len()
     }
 
+    /// Whether every pod of `others` matches all of `pod`'s required pod
+    /// affinity terms, namespaces resolved as InterPodAffinity resolves them:
+    /// the pods that term counts. `false` when `pod` has no such term.
+    pub fn required_affinity_counts_all<'a>(
+        &self,
+        pod: &Pod,
+        others: impl IntoIterator<Item = &'a Pod>,
+    ) -> bool {
+        inter_pod_affinity::affinity_counts_all(pod, others, &self.namespaces)
+    }
+
     /// The index of a node by name.
     #[must_use]
     pub fn node_index(&self, name: &str) -> Option<usize> {

@@ -281,6 +281,18 @@ impl Snapshot {
         &self.pods
     }
 
+    /// Whether every pod of `others` (indices) matches all required pod
+    /// affinity terms of pod `pod_index`, so that once one of them is placed
+    /// the others can only go where it went, domain by domain of the terms'
+    /// keys. `false` when the pod has no required affinity term.
+    #[must_use]
+    pub fn required_affinity_counts_all(&self, pod_index: usize, others: &[usize]) -> bool {
+        self.filters.required_affinity_counts_all(
+            &self.pods[pod_index],
+            others.iter().map(|&i| &self.pods[i]),
+        )
+    }
+
     /// A namespace by name.
     #[must_use]
     pub fn namespace(&self, name: &str) -> Option<&Namespace> {
