@@ -68,6 +68,7 @@ pub fn workload(members: usize, domains: usize) -> ClusterObjects {
             price_per_hour: 1.0 + i as f64 / 64.0,
             priority: 0,
             topology_domain: None,
+            scale_down: None,
             template: NodeTemplate {
                 labels: BTreeMap::from([(KEY.to_string(), name.clone())]),
                 taints: Vec::new(),

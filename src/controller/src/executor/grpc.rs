@@ -122,11 +122,11 @@ impl GrpcExecutor {
         match client.delete_nodes(&group.provider_id, &refs).await {
             Ok(()) => Ok(()),
             // The machine is gone already (a removal finished before a restart).
-            Err(ClientError::Rpc { status, .. }) if status.code() == tonic::Code::NotFound => {
+            Err(dra_provider::ClientError::Rpc { status, .. }) if status.code() == tonic::Code::NotFound => {
                 tracing::info!(node_group = %group.name, message = status.message(), "machines already gone");
                 Ok(())
             }
-            Err(e) => Err(ScaleError::new(group, op, category(&e), e.to_string())),
+            Err(e) => Err(ScaleError::new(group, op, e.category(), e.to_string())),
         }
     }
 }
