@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
 use dra_plan::gang_apis::GangApisFound;
+use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
 use dra_plan::{PlanOptions, PlanReport};
 use dra_sim::report::Report;
 use dra_sim::{ClusterObjects, FeatureGates, KubeVersion, Loader};

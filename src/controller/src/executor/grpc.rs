@@ -122,7 +122,9 @@ impl GrpcExecutor {
         match client.delete_nodes(&group.provider_id, &refs).await {
             Ok(()) => Ok(()),
             // The machine is gone already (a removal finished before a restart).
-            Err(dra_provider::ClientError::Rpc { status, .. }) if status.code() == tonic::Code::NotFound => {
+            Err(dra_provider::ClientError::Rpc { status, .. })
+                if status.code() == tonic::Code::NotFound =>
+            {
                 tracing::info!(node_group = %group.name, message = status.message(), "machines already gone");
                 Ok(())
             }
