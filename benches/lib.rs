@@ -914,7 +914,7 @@ pub fn kubectl_pods_yaml(n: usize) -> String {
     generateName: worker-{rs}-
     labels:
       app: worker
-      pod-template-hash: {rs}
+      pod-template-hash: "{rs}"
       team: "{team}"
     name: worker-{rs}-{i:06}
     namespace: {ns}
