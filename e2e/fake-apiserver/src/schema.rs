@@ -393,13 +393,24 @@ mod tests {
             "{:?}",
             checked.errors
         );
+        let detail = |field: &str| {
+            checked
+                .errors
+                .iter()
+                .find(|e| e.field == field)
+                .map(|e| e.detail.as_str())
+        };
         assert_eq!(
-            checked.errors[2].detail,
-            "Invalid value: \"string\": spec.maxSize in body must be of type integer: \"string\""
+            detail("spec.maxSize"),
+            Some(
+                "Invalid value: \"string\": spec.maxSize in body must be of type integer: \"string\""
+            )
         );
         assert_eq!(
-            checked.errors[1].detail,
-            "Unsupported value: \"flex\": supported values: \"reserved\", \"on-demand\", \"spot\""
+            detail("spec.capacityType"),
+            Some(
+                "Unsupported value: \"flex\": supported values: \"reserved\", \"on-demand\", \"spot\""
+            )
         );
         let mut missing = json!({"apiVersion": "x.io/v1", "kind": "Thing", "metadata": {"name": "a"}, "spec": {"maxSize": -1}});
         let checked = check(
