@@ -6,7 +6,7 @@
 use std::sync::LazyLock;
 
 use dra_sim::FeatureGates;
-use dra_sim::cel::{CelDevice, MAX_EXPRESSION_SHOWN, MAX_MESSAGE_BYTES, SelectorCompiler};
+use dra_sim::cel::{CelDevice, MAX_ERROR_TEXT_BYTES, SelectorCompiler};
 use libfuzzer_sys::fuzz_target;
 
 static DEVICES: LazyLock<Vec<CelDevice>> = LazyLock::new(|| {
@@ -42,7 +42,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut compiler = SelectorCompiler::new(&FeatureGates::default());
-    let bound = MAX_EXPRESSION_SHOWN + MAX_MESSAGE_BYTES + 200;
+    // The expression is shown escaped: see `MAX_ERROR_TEXT_BYTES`.
+    let bound = MAX_ERROR_TEXT_BYTES;
     match compiler.compile(expression) {
         Ok(selector) => {
             for device in DEVICES.iter() {

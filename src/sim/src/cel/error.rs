@@ -54,6 +54,10 @@ pub struct CelError {
 pub const MAX_EXPRESSION_SHOWN: usize = 200;
 /// Longest message an error carries.
 pub const MAX_MESSAGE_BYTES: usize = 2048;
+/// Longest text an error prints: the shown part of the expression is printed
+/// escaped (`{:?}`), and escaping turns one character into at most ten
+/// (`\u{10ffff}`); then the message, the cut markers and the fixed words.
+pub const MAX_ERROR_TEXT_BYTES: usize = MAX_EXPRESSION_SHOWN * 10 + MAX_MESSAGE_BYTES + 200;
 
 /// `text` cut to at most `max` bytes (at a character boundary), saying how
 /// long it was when cut.

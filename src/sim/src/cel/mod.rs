@@ -117,5 +117,6 @@ pub use compiler::{
 };
 pub use device::CelDevice;
 pub use error::{
-    CelError, CelErrorKind, MAX_EXPRESSION_SHOWN, MAX_MESSAGE_BYTES, NO_SUCH_KEY_HINT,
+    CelError, CelErrorKind, MAX_ERROR_TEXT_BYTES, MAX_EXPRESSION_SHOWN, MAX_MESSAGE_BYTES,
+    NO_SUCH_KEY_HINT,
 };

@@ -129,3 +129,16 @@ fn error_messages_are_bounded() {
         "{shown}"
     );
 }
+
+#[test]
+fn an_expression_of_control_characters_prints_a_bounded_error() {
+    // Found by the `cel` fuzz target: a bytes literal followed by control characters. The
+    // expression is shown escaped, six bytes for each `\u{4}`, so its shown part is longer
+    // than its 200 source bytes; the whole text stays under the documented bound.
+    let input = include_bytes!("fuzz-cel-escaped-bytes-literal.txt");
+    let expression = String::from_utf8_lossy(input);
+    let err = evaluate(&expression).unwrap_err();
+    let text = err.to_string();
+    assert!(text.len() <= MAX_ERROR_TEXT_BYTES, "{} bytes", text.len());
+    assert!(err.message.len() <= MAX_MESSAGE_BYTES + 40);
+}
