@@ -37,7 +37,7 @@ static DEVICES: LazyLock<Vec<CelDevice>> = LazyLock::new(|| {
         .collect()
 });
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: dra_fuzz::simulator_stack(), |data: &[u8]| {
     let Ok(expression) = std::str::from_utf8(data) else {
         return;
     };

@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: dra_fuzz::simulator_stack(), |data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let mut loader = dra_sim::Loader::new();
     let _ = loader.add_yaml("fuzz.yaml", &text);
