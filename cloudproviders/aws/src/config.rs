@@ -21,6 +21,7 @@
 use std::path::Path;
 
 use dra_api::{CapacityType, TopologyDomain};
+use dra_provider::config_file::{ConfigFileError, load, parse_yaml};
 use dra_provider_machines::TemplateOptions;
 use serde::{Deserialize, Serialize};
 
@@ -105,23 +106,9 @@ pub struct GroupConfig {
 /// A config file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// Unreadable file.
-    #[error("unable to read config file {path}")]
-    Read {
-        /// The path.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Not the expected shape.
-    #[error("config file {path} is not valid: {message}")]
-    Parse {
-        /// The path.
-        path: String,
-        /// Parser message with location.
-        message: String,
-    },
+    /// The file cannot be read, or is not the expected YAML shape.
+    #[error(transparent)]
+    File(#[from] ConfigFileError),
     /// A rule across fields is broken.
     #[error("config file {path}: node group {asg:?}: {message}")]
     Invalid {
@@ -140,10 +127,7 @@ impl Config {
     /// # Errors
     /// [`ConfigError`].
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let config: Self = serde_saphyr::from_str(text).map_err(|err| ConfigError::Parse {
-            path: origin.to_owned(),
-            message: err.to_string(),
-        })?;
+        let config: Self = parse_yaml(text, origin)?;
         let mut seen = std::collections::BTreeSet::new();
         for group in &config.node_groups {
             let invalid = |message: String| ConfigError::Invalid {
@@ -175,11 +159,7 @@ impl Config {
     /// # Errors
     /// [`ConfigError`].
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::parse(&text, &path.display().to_string())
+        load(path, Self::parse)
     }
 
     /// Discovery tags: `discoveryTags`, else cluster-autoscaler's pair for `clusterName`, else

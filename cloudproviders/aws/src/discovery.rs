@@ -4,7 +4,6 @@
 //! reason; it never stops the others.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
 
 use dra_provider::ProviderError;
 
@@ -140,9 +139,5 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
             }
         }
     }
-    Ok(Groups {
-        read_at: Some(Instant::now()),
-        good,
-        bad,
-    })
+    Ok(Groups::read_now(good, bad))
 }

@@ -1,12 +1,14 @@
 //! `dra-provider-aws`: serves Auto Scaling groups over externalgrpc + NodeGroupExtensions, or
 //! prints the `NodeGroup` objects the controller needs for them.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
-use dra_provider::{ServeOptions, ServerTls};
+use clap::{CommandFactory, Parser, Subcommand};
+use dra_provider::ServeArgs;
+use dra_provider::cli::{parse_with, print_nodegroups};
+use dra_provider::logging::{self, LogFormat};
 use dra_provider_aws::{Aws, AwsProvider, Config};
 
 /// AWS cloud provider: Auto Scaling groups as node groups, gangs started whole with EC2 Fleet.
@@ -29,48 +31,17 @@ struct Args {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve the provider over gRPC.
-    Serve {
-        /// Address to serve gRPC on.
-        #[arg(long, env = "DRA_AWS_LISTEN", default_value = "0.0.0.0:8086")]
-        listen: SocketAddr,
-        /// Server certificate (PEM); enables TLS.
-        #[arg(long, env = "DRA_AWS_TLS_CERT", requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// Server key (PEM).
-        #[arg(long, env = "DRA_AWS_TLS_KEY", requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
-        /// CA for client certificates (PEM); enables mTLS.
-        #[arg(long, env = "DRA_AWS_TLS_CLIENT_CA", requires = "tls_cert")]
-        tls_client_ca: Option<PathBuf>,
-        /// Also fill the fields cluster-autoscaler <= 1.34 reads.
-        #[arg(long, env = "DRA_AWS_LEGACY_FIELDS")]
-        legacy_fields: bool,
-    },
+    Serve(ServeArgs),
     /// Print the NodeGroup objects (YAML) of every usable group, for `kubectl apply -f -`.
     PrintNodegroups,
 }
 
-fn nodegroups_yaml(
-    specs: &std::collections::BTreeMap<String, dra_api::NodeGroupSpec>,
-) -> anyhow::Result<String> {
-    let mut out = String::new();
-    for (name, spec) in specs {
-        let object = dra_api::NodeGroup::new(name, spec.clone());
-        out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(&object).context("rendering NodeGroup YAML")?);
-    }
-    Ok(out)
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
-    let args = Args::parse();
+    logging::init(LogFormat::Text)?;
+    let args: Args = parse_with(Args::command().mut_subcommand("serve", |serve| {
+        ServeArgs::with_env(serve, "DRA_AWS", "0.0.0.0:8086")
+    }));
     let config = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
@@ -80,37 +51,13 @@ async fn main() -> anyhow::Result<()> {
     match args.command {
         Command::PrintNodegroups => {
             let specs = provider.specs().await?;
-            for (group, reason) in provider.unusable_groups().await? {
-                eprintln!("# skipped {group}: {reason}");
-            }
-            print!("{}", nodegroups_yaml(&specs)?);
-        }
-        Command::Serve {
-            listen,
-            tls_cert,
-            tls_key,
-            tls_client_ca,
-            legacy_fields,
-        } => {
-            let tls = tls_cert.zip(tls_key).map(|(cert, key)| ServerTls {
-                cert,
-                key,
-                client_ca: tls_client_ca,
-            });
-            let listener = tokio::net::TcpListener::bind(listen)
-                .await
-                .with_context(|| format!("binding {listen}"))?;
-            let shutdown = async {
-                let _ = tokio::signal::ctrl_c().await;
-            };
-            dra_provider::serve(
-                std::sync::Arc::new(provider),
-                listener,
-                ServeOptions { tls, legacy_fields },
-                shutdown,
+            print_nodegroups(
+                specs.iter().map(|(asg, spec)| (asg.clone(), spec)),
+                &provider.unusable_groups().await?,
             )
-            .await?;
+            .context("printing NodeGroups")?;
         }
+        Command::Serve(serve) => serve.serve(Arc::new(provider)).await?,
     }
     Ok(())
 }

@@ -3,12 +3,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use dra_api::{CapacityType, NODE_GROUP_LABEL};
 use dra_provider::{
-    AtomicIncrease, CloudProvider, Instance, InstanceDetails, InstanceError, InstanceState,
-    NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus, TemplateNode,
+    AtomicIncrease, CloudProvider, GroupCatalog, Instance, InstanceDetails, InstanceError,
+    InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus,
+    TemplateNode,
 };
 use tokio::sync::Mutex;
 
@@ -23,13 +24,7 @@ use crate::launch::{self, Pending};
 pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
 
 /// Groups as last read from AWS.
-#[derive(Debug, Default)]
-pub(crate) struct Groups {
-    pub(crate) read_at: Option<Instant>,
-    pub(crate) good: BTreeMap<String, Group>,
-    /// Groups that could not be used, with the reason (logged, not served).
-    pub(crate) bad: BTreeMap<String, String>,
-}
+pub(crate) type Groups = GroupCatalog<Group>;
 
 /// Shared state of the provider (also used by background attach tasks).
 #[derive(Debug)]
@@ -120,10 +115,7 @@ impl Inner {
     /// Reads groups again when forced or older than `refreshSeconds`.
     pub(crate) async fn ensure_groups(&self, force: bool) -> Result<(), ProviderError> {
         let mut groups = self.groups.lock().await;
-        let fresh = groups
-            .read_at
-            .is_some_and(|at| at.elapsed() < Duration::from_secs(self.config.refresh_seconds));
-        if fresh && !force {
+        if groups.is_fresh(Duration::from_secs(self.config.refresh_seconds)) && !force {
             return Ok(());
         }
         *groups = crate::discovery::read_groups(self).await?;
@@ -135,18 +127,7 @@ impl Inner {
 
     pub(crate) async fn group(&self, id: &str) -> Result<Group, ProviderError> {
         self.ensure_groups(false).await?;
-        let groups = self.groups.lock().await;
-        if let Some(group) = groups.good.get(id) {
-            return Ok(group.clone());
-        }
-        Err(match groups.bad.get(id) {
-            Some(reason) => ProviderError::InvalidArgument {
-                message: format!("node group {id:?} is not usable: {reason}"),
-            },
-            None => ProviderError::NotFound {
-                what: format!("node group {id:?}"),
-            },
-        })
+        self.groups.lock().await.get(id).cloned()
     }
 
     pub(crate) fn attach_poll(&self) -> Duration {
@@ -448,17 +429,7 @@ impl CloudProvider for AwsProvider {
     ) -> Result<Vec<NodeGroupDetails>, ProviderError> {
         self.inner.ensure_groups(false).await?;
         let groups = self.inner.groups.lock().await;
-        let selected: Vec<&Group> = if ids.is_empty() {
-            groups.good.values().collect()
-        } else {
-            ids.iter()
-                .map(|id| {
-                    groups.good.get(id).ok_or_else(|| ProviderError::NotFound {
-                        what: format!("node group {id:?}"),
-                    })
-                })
-                .collect::<Result<_, _>>()?
-        };
+        let selected = groups.select(ids)?;
         Ok(selected
             .into_iter()
             .map(|g| NodeGroupDetails {

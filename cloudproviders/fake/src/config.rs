@@ -26,6 +26,7 @@
 use std::path::Path;
 
 use dra_api::{InvalidNodeGroup, NodeGroupSpec};
+use dra_provider::config_file::{ConfigFileError, load, parse_yaml};
 use serde::{Deserialize, Serialize};
 
 /// Whole configuration file.
@@ -123,23 +124,9 @@ pub struct Faults {
 /// A configuration file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// Unreadable file.
-    #[error("unable to read config file {path}")]
-    Read {
-        /// The path.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Not the expected YAML shape.
-    #[error("config file {path} is not valid: {message}")]
-    Parse {
-        /// The path.
-        path: String,
-        /// Parser message with location.
-        message: String,
-    },
+    /// The file cannot be read, or is not the expected YAML shape.
+    #[error(transparent)]
+    File(#[from] ConfigFileError),
     /// A group's spec breaks a NodeGroup rule.
     #[error("node group {group:?} in the config is invalid")]
     Invalid {
@@ -163,10 +150,7 @@ impl Config {
     /// # Errors
     /// [`ConfigError`] for bad YAML, invalid specs or duplicate names.
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let config: Self = serde_saphyr::from_str(text).map_err(|err| ConfigError::Parse {
-            path: origin.to_owned(),
-            message: err.to_string(),
-        })?;
+        let config: Self = parse_yaml(text, origin)?;
         let mut seen = std::collections::BTreeSet::new();
         for group in &config.node_groups {
             if !seen.insert(group.name.as_str()) {
@@ -215,10 +199,6 @@ impl Config {
     /// # Errors
     /// [`ConfigError`].
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::parse(&text, &path.display().to_string())
+        load(path, Self::parse)
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use dra_provider::{CapacityType, NodeGroupRef, ProviderError, TemplateNode};
+use dra_provider::{CapacityType, NodeGroupRef, ProviderError, TemplateNode, unknown_group};
 use tokio::sync::Mutex;
 
 use crate::cloud::{CloudState, InstanceRecord, Limit, StateError};
@@ -179,9 +179,7 @@ impl FakeProvider {
         self.read_groups()
             .get(id)
             .cloned()
-            .ok_or_else(|| ProviderError::NotFound {
-                what: format!("node group {id:?}"),
-            })
+            .ok_or_else(|| unknown_group(id))
     }
 
     /// The group whose Nodes carry `node_group` in the node-group label.

@@ -21,6 +21,7 @@
 use std::path::Path;
 
 use dra_api::{CapacityType, TopologyDomain};
+use dra_provider::config_file::{ConfigFileError, load, parse_yaml};
 use dra_provider_machines::TemplateOptions;
 use serde::{Deserialize, Serialize};
 
@@ -136,23 +137,9 @@ pub struct Discovery {
 /// A config file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// Unreadable file.
-    #[error("unable to read config file {path}")]
-    Read {
-        /// The path.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Not the expected shape.
-    #[error("config file {path} is not valid: {message}")]
-    Parse {
-        /// The path.
-        path: String,
-        /// Parser message with location.
-        message: String,
-    },
+    /// The file cannot be read, or is not the expected YAML shape.
+    #[error(transparent)]
+    File(#[from] ConfigFileError),
     /// A field is wrong.
     #[error("config file {path}: {field}: {message}")]
     Invalid {
@@ -219,10 +206,7 @@ impl Config {
     /// # Errors
     /// [`ConfigError`].
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let config: Self = serde_saphyr::from_str(text).map_err(|err| ConfigError::Parse {
-            path: origin.to_owned(),
-            message: err.to_string(),
-        })?;
+        let config: Self = parse_yaml(text, origin)?;
         let invalid = |field: String, message: String| ConfigError::Invalid {
             path: origin.to_owned(),
             field,
@@ -274,11 +258,7 @@ impl Config {
     /// # Errors
     /// [`ConfigError`].
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::parse(&text, &path.display().to_string())
+        load(path, Self::parse)
     }
 
     /// The parsed discovery specs (checked by [`Config::parse`]).

@@ -4,7 +4,7 @@
 //! A group that cannot be used is set aside with the reason; it never stops the others.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use dra_provider::ProviderError;
 
@@ -206,9 +206,5 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
             }
         }
     }
-    Ok(Groups {
-        read_at: Some(Instant::now()),
-        good,
-        bad,
-    })
+    Ok(Groups::read_now(good, bad))
 }

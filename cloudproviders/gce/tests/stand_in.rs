@@ -440,3 +440,74 @@ async fn rate_limited_calls_are_retried() {
         .expect_err("gives up");
     assert!(matches!(err, ProviderError::Unavailable { .. }), "{err:?}");
 }
+
+/// A regional MIG is read, resized, listed and shrunk through the `regionInstanceGroupManagers`
+/// methods, and its gangs queue through `regionInstanceGroupManagerResizeRequests`: Compute has
+/// no zonal URL for it.
+#[tokio::test]
+async fn a_regional_group_is_driven_through_the_regional_api() {
+    let mut w = world();
+    let plain = w.add_template("a3-reg", properties("STANDARD", None));
+    let flex = w.add_template("a3-reg-flex", properties("FLEX_START", None));
+    let zones = ["us-central1-a", "us-central1-b"];
+    w.add_regional_mig("gke-prod-reg", "us-central1", &zones, &plain, 1);
+    w.add_regional_mig("gke-prod-reg-flex", "us-central1", &zones, &flex, 0);
+    let stand_in = StandIn::start(w).await.expect("stand-in");
+    // Flex-start resize requests need a run duration (listed groups give it).
+    let config = format!(
+        "{CONFIG}  - mig: us-central1/gke-prod-reg-flex\n    maxSize: 8\n    runDurationSeconds: 3600\n"
+    );
+    let gce = Gce::connect("proj", stand_in.connection())
+        .await
+        .expect("clients");
+    let p = GceProvider::new(gce, Config::parse(&config, "test").expect("config"));
+
+    let id = "us-central1/gke-prod-reg";
+    assert_eq!(p.target_size(id).await.expect("size"), 1);
+    p.increase_size(id, 2).await.expect("resize");
+    assert_eq!(p.target_size(id).await.expect("size"), 3);
+    let nodes = p.nodes(id).await.expect("nodes");
+    assert_eq!(nodes.len(), 3);
+    assert!(
+        nodes
+            .iter()
+            .all(|n| n.id.starts_with("gce://proj/us-central1-a/gke-prod-reg-")),
+        "{nodes:?}"
+    );
+    let node = dra_provider::NodeRef {
+        provider_id: nodes[0].id.clone(),
+        name: "n".into(),
+        ..Default::default()
+    };
+    p.delete_nodes(id, &[node]).await.expect("delete");
+    assert_eq!(p.target_size(id).await.expect("size"), 2);
+
+    let flex_id = "us-central1/gke-prod-reg-flex";
+    let ids = p
+        .atomic_increase_size(&gang(flex_id, 2, 2, "reg-flex-1"))
+        .await
+        .expect("gang");
+    assert_eq!(ids.len(), 2);
+    assert_eq!(stand_in.world().resize_bodies[0]["resizeBy"], 2);
+
+    let log = stand_in.world().log.clone();
+    let regional = "/compute/v1/projects/proj/regions/us-central1/instanceGroupManagers";
+    for call in [
+        format!("GET {regional}/gke-prod-reg"),
+        format!("POST {regional}/gke-prod-reg/resize"),
+        format!("POST {regional}/gke-prod-reg/listManagedInstances"),
+        format!("POST {regional}/gke-prod-reg/deleteInstances"),
+        format!("POST {regional}/gke-prod-reg-flex/resizeRequests"),
+        format!("GET {regional}/gke-prod-reg-flex/resizeRequests/"),
+    ] {
+        assert!(
+            log.iter().any(|l| l.starts_with(&call)),
+            "no {call} in {log:#?}"
+        );
+    }
+    assert!(
+        !log.iter()
+            .any(|l| l.contains("/zones/") && l.contains("/instanceGroupManagers/gke-prod-reg")),
+        "a regional MIG was called by a zonal URL: {log:#?}"
+    );
+}

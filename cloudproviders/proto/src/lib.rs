@@ -15,10 +15,16 @@
 //!   [`ErrorCategory`], and a logged fallback to plain externalgrpc when the extension is absent.
 //! * [`k8s_proto`]: Kubernetes protobuf bytes of `v1.Node` (externalgrpc's `nodeBytes`).
 //! * [`logging`]: the one logging setup every binary of the project uses (`--log-format`).
+//! * What every provider binary shares: [`cli`] (the `serve` flags, serving until Ctrl-C,
+//!   `print-nodegroups`), [`config_file`] (reading its YAML) and [`groups`] (node groups as last
+//!   read, looked up by id).
 
+pub mod cli;
 pub mod client;
+pub mod config_file;
 pub mod convert;
 pub mod error;
+pub mod groups;
 pub mod k8s_proto;
 pub mod logging;
 pub mod model;
@@ -38,8 +44,11 @@ pub mod pb {
     }
 }
 
+pub use cli::ServeArgs;
 pub use client::{ClientConfig, ClientTls, ProviderClient, RetryPolicy};
+pub use config_file::ConfigFileError;
 pub use error::{ClientError, ErrorCategory, ProviderError};
+pub use groups::{GroupCatalog, unknown_group};
 pub use model::{
     AtomicIncrease, AutoscalingOptions, CapacityType, ErrorClass, Instance, InstanceDetails,
     InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ReservationStatus,

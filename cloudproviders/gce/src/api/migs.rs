@@ -221,6 +221,60 @@ fn resize_request(r: &InstanceGroupManagerResizeRequest) -> ResizeRequestInfo {
     }
 }
 
+/// The name Compute gives the regional twin of a zonal MIG method:
+/// `instanceGroupManagers.get` → `regionInstanceGroupManagers.get`.
+fn regional_api(zonal: &str) -> String {
+    let mut chars = zonal.chars();
+    chars.next().map_or_else(String::new, |first| {
+        format!("region{}{}", first.to_ascii_uppercase(), chars.as_str())
+    })
+}
+
+/// Makes one MIG call on the zonal or the regional API, as `scope` says. The two APIs have the
+/// same methods and fields but distinct generated clients and builders, so the call is written
+/// once here and expanded for each: `$zonal`/`$regional` are the [`Gce`] clients, `$method`
+/// the builder, `$api` the zonal method's name (for errors and logs; the regional one is
+/// derived by [`regional_api`]), and `$finish` the rest of the chain on `$req`, a builder with
+/// project, location and MIG set. A value whose type differs between the two (a request body)
+/// is given as `let name = (zonal value, regional value)`.
+macro_rules! on_mig {
+    (
+        $gce:ident, $scope:expr, $mig:expr, $api:literal,
+        $zonal:ident / $regional:ident . $method:ident,
+        $(let $value:ident = ($zonal_value:expr, $regional_value:expr),)?
+        |$req:ident| $finish:expr
+    ) => {
+        match $scope {
+            Scope::Zone(zone) => {
+                $(let $value = $zonal_value;)?
+                $gce.call($api, || {
+                    let $req = $gce
+                        .$zonal
+                        .$method()
+                        .set_project(&$gce.project)
+                        .set_zone(zone)
+                        .set_instance_group_manager($mig);
+                    $finish
+                })
+                .await
+            }
+            Scope::Region(region) => {
+                $(let $value = $regional_value;)?
+                $gce.call(&regional_api($api), || {
+                    let $req = $gce
+                        .$regional
+                        .$method()
+                        .set_project(&$gce.project)
+                        .set_region(region)
+                        .set_instance_group_manager($mig);
+                    $finish
+                })
+                .await
+            }
+        }
+    };
+}
+
 impl Gce {
     /// Every MIG of the project, zonal and regional (one aggregated list).
     ///
@@ -256,30 +310,14 @@ impl Gce {
     /// # Errors
     /// [`ProviderError::NotFound`] when it does not exist; the API's error otherwise.
     pub async fn get_mig(&self, scope: &Scope, name: &str) -> Result<MigInfo, ProviderError> {
-        let m = match scope {
-            Scope::Zone(zone) => {
-                self.call("instanceGroupManagers.get", || {
-                    self.migs
-                        .get()
-                        .set_project(&self.project)
-                        .set_zone(zone)
-                        .set_instance_group_manager(name)
-                        .send()
-                })
-                .await?
-            }
-            Scope::Region(region) => {
-                self.call("regionInstanceGroupManagers.get", || {
-                    self.region_migs
-                        .get()
-                        .set_project(&self.project)
-                        .set_region(region)
-                        .set_instance_group_manager(name)
-                        .send()
-                })
-                .await?
-            }
-        };
+        let m = on_mig!(
+            self,
+            scope,
+            name,
+            "instanceGroupManagers.get",
+            migs / region_migs.get,
+            |req| req.send()
+        )?;
         Ok(mig_info(&m, Some(scope.clone())))
     }
 
@@ -329,48 +367,21 @@ impl Gce {
         scope: &Scope,
         name: &str,
     ) -> Result<Vec<ManagedInstanceInfo>, ProviderError> {
-        match scope {
-            Scope::Zone(zone) => {
-                self.call(
-                    "instanceGroupManagers.listManagedInstances",
-                    || async move {
-                        let mut pages = self
-                            .migs
-                            .list_managed_instances()
-                            .set_project(&self.project)
-                            .set_zone(zone)
-                            .set_instance_group_manager(name)
-                            .by_page();
-                        let mut out = Vec::new();
-                        while let Some(page) = pages.next().await {
-                            out.extend(page?.managed_instances.iter().map(managed));
-                        }
-                        Ok(out)
-                    },
-                )
-                .await
+        on_mig!(
+            self,
+            scope,
+            name,
+            "instanceGroupManagers.listManagedInstances",
+            migs / region_migs.list_managed_instances,
+            |req| async move {
+                let mut pages = req.by_page();
+                let mut out = Vec::new();
+                while let Some(page) = pages.next().await {
+                    out.extend(page?.managed_instances.iter().map(managed));
+                }
+                Ok(out)
             }
-            Scope::Region(region) => {
-                self.call(
-                    "regionInstanceGroupManagers.listManagedInstances",
-                    || async move {
-                        let mut pages = self
-                            .region_migs
-                            .list_managed_instances()
-                            .set_project(&self.project)
-                            .set_region(region)
-                            .set_instance_group_manager(name)
-                            .by_page();
-                        let mut out = Vec::new();
-                        while let Some(page) = pages.next().await {
-                            out.extend(page?.managed_instances.iter().map(managed));
-                        }
-                        Ok(out)
-                    },
-                )
-                .await
-            }
-        }
+        )
     }
 
     /// Sets a MIG's target size and waits for the operation; a failed operation is an error.
@@ -384,36 +395,18 @@ impl Gce {
         size: i32,
         request_id: &str,
     ) -> Result<(), ProviderError> {
-        let op = match scope {
-            Scope::Zone(zone) => {
-                self.call("instanceGroupManagers.resize", || {
-                    self.migs
-                        .resize()
-                        .set_project(&self.project)
-                        .set_zone(zone)
-                        .set_instance_group_manager(name)
-                        .set_size(size)
-                        .set_request_id(request_id)
-                        .poller()
-                        .until_done()
-                })
-                .await?
-            }
-            Scope::Region(region) => {
-                self.call("regionInstanceGroupManagers.resize", || {
-                    self.region_migs
-                        .resize()
-                        .set_project(&self.project)
-                        .set_region(region)
-                        .set_instance_group_manager(name)
-                        .set_size(size)
-                        .set_request_id(request_id)
-                        .poller()
-                        .until_done()
-                })
-                .await?
-            }
-        };
+        let op = on_mig!(
+            self,
+            scope,
+            name,
+            "instanceGroupManagers.resize",
+            migs / region_migs.resize,
+            |req| req
+                .set_size(size)
+                .set_request_id(request_id)
+                .poller()
+                .until_done()
+        )?;
         finished("resize", op).map(drop)
     }
 
@@ -428,42 +421,23 @@ impl Gce {
         instance_urls: &[String],
         request_id: &str,
     ) -> Result<(), ProviderError> {
-        let body = InstanceGroupManagersDeleteInstancesRequest::new()
-            .set_instances(instance_urls.to_vec())
-            .set_skip_instances_on_validation_error(true);
-        let op = match scope {
-            Scope::Zone(zone) => {
-                self.call("instanceGroupManagers.deleteInstances", || {
-                    self.migs
-                        .delete_instances()
-                        .set_project(&self.project)
-                        .set_zone(zone)
-                        .set_instance_group_manager(name)
-                        .set_body(body.clone())
-                        .set_request_id(request_id)
-                        .poller()
-                        .until_done()
-                })
-                .await?
-            }
-            Scope::Region(region) => {
-                let body = model::RegionInstanceGroupManagersDeleteInstancesRequest::new()
+        let op = on_mig!(
+            self, scope, name, "instanceGroupManagers.deleteInstances",
+            migs / region_migs.delete_instances,
+            let body = (
+                InstanceGroupManagersDeleteInstancesRequest::new()
                     .set_instances(instance_urls.to_vec())
-                    .set_skip_instances_on_validation_error(true);
-                self.call("regionInstanceGroupManagers.deleteInstances", || {
-                    self.region_migs
-                        .delete_instances()
-                        .set_project(&self.project)
-                        .set_region(region)
-                        .set_instance_group_manager(name)
-                        .set_body(body.clone())
-                        .set_request_id(request_id)
-                        .poller()
-                        .until_done()
-                })
-                .await?
-            }
-        };
+                    .set_skip_instances_on_validation_error(true),
+                model::RegionInstanceGroupManagersDeleteInstancesRequest::new()
+                    .set_instances(instance_urls.to_vec())
+                    .set_skip_instances_on_validation_error(true)
+            ),
+            |req| req
+                .set_body(body.clone())
+                .set_request_id(request_id)
+                .poller()
+                .until_done()
+        )?;
         finished("deleteInstances", op).map(drop)
     }
 
@@ -488,36 +462,18 @@ impl Gce {
         if let Some(seconds) = run_seconds {
             body = body.set_requested_run_duration(model::Duration::new().set_seconds(seconds));
         }
-        let op = match scope {
-            Scope::Zone(zone) => {
-                self.call("instanceGroupManagerResizeRequests.insert", || {
-                    self.resize_requests
-                        .insert()
-                        .set_project(&self.project)
-                        .set_zone(zone)
-                        .set_instance_group_manager(mig)
-                        .set_body(body.clone())
-                        .set_request_id(request_id)
-                        .poller()
-                        .until_done()
-                })
-                .await?
-            }
-            Scope::Region(region) => {
-                self.call("regionInstanceGroupManagerResizeRequests.insert", || {
-                    self.region_resize_requests
-                        .insert()
-                        .set_project(&self.project)
-                        .set_region(region)
-                        .set_instance_group_manager(mig)
-                        .set_body(body.clone())
-                        .set_request_id(request_id)
-                        .poller()
-                        .until_done()
-                })
-                .await?
-            }
-        };
+        let op = on_mig!(
+            self,
+            scope,
+            mig,
+            "instanceGroupManagerResizeRequests.insert",
+            resize_requests / region_resize_requests.insert,
+            |req| req
+                .set_body(body.clone())
+                .set_request_id(request_id)
+                .poller()
+                .until_done()
+        )?;
         finished("resizeRequests.insert", op).map(drop)
     }
 
@@ -531,32 +487,14 @@ impl Gce {
         mig: &str,
         request: &str,
     ) -> Result<ResizeRequestInfo, ProviderError> {
-        let r = match scope {
-            Scope::Zone(zone) => {
-                self.call("instanceGroupManagerResizeRequests.get", || {
-                    self.resize_requests
-                        .get()
-                        .set_project(&self.project)
-                        .set_zone(zone)
-                        .set_instance_group_manager(mig)
-                        .set_resize_request(request)
-                        .send()
-                })
-                .await?
-            }
-            Scope::Region(region) => {
-                self.call("regionInstanceGroupManagerResizeRequests.get", || {
-                    self.region_resize_requests
-                        .get()
-                        .set_project(&self.project)
-                        .set_region(region)
-                        .set_instance_group_manager(mig)
-                        .set_resize_request(request)
-                        .send()
-                })
-                .await?
-            }
-        };
+        let r = on_mig!(
+            self,
+            scope,
+            mig,
+            "instanceGroupManagerResizeRequests.get",
+            resize_requests / region_resize_requests.get,
+            |req| req.set_resize_request(request).send()
+        )?;
         Ok(resize_request(&r))
     }
 
@@ -570,34 +508,31 @@ impl Gce {
         mig: &str,
         request: &str,
     ) -> Result<(), ProviderError> {
-        let op = match scope {
-            Scope::Zone(zone) => {
-                self.call("instanceGroupManagerResizeRequests.cancel", || {
-                    self.resize_requests
-                        .cancel()
-                        .set_project(&self.project)
-                        .set_zone(zone)
-                        .set_instance_group_manager(mig)
-                        .set_resize_request(request)
-                        .poller()
-                        .until_done()
-                })
-                .await?
-            }
-            Scope::Region(region) => {
-                self.call("regionInstanceGroupManagerResizeRequests.cancel", || {
-                    self.region_resize_requests
-                        .cancel()
-                        .set_project(&self.project)
-                        .set_region(region)
-                        .set_instance_group_manager(mig)
-                        .set_resize_request(request)
-                        .poller()
-                        .until_done()
-                })
-                .await?
-            }
-        };
+        let op = on_mig!(
+            self,
+            scope,
+            mig,
+            "instanceGroupManagerResizeRequests.cancel",
+            resize_requests / region_resize_requests.cancel,
+            |req| req.set_resize_request(request).poller().until_done()
+        )?;
         finished("resizeRequests.cancel", op).map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::regional_api;
+
+    #[test]
+    fn regional_methods_are_named_as_compute_names_them() {
+        assert_eq!(
+            regional_api("instanceGroupManagers.get"),
+            "regionInstanceGroupManagers.get"
+        );
+        assert_eq!(
+            regional_api("instanceGroupManagerResizeRequests.cancel"),
+            "regionInstanceGroupManagerResizeRequests.cancel"
+        );
     }
 }

@@ -198,13 +198,39 @@ impl World {
 
     /// Adds a zonal MIG of `size` running instances.
     pub fn add_zonal_mig(&mut self, name: &str, zone: &str, template: &str, size: i64) {
+        self.add_mig("zones", zone, &[zone], name, template, size);
+    }
+
+    /// Adds a regional MIG spread over `zones` of `region`, with `size` running instances (in
+    /// its first zone).
+    pub fn add_regional_mig(
+        &mut self,
+        name: &str,
+        region: &str,
+        zones: &[&str],
+        template: &str,
+        size: i64,
+    ) {
+        self.add_mig("regions", region, zones, name, template, size);
+    }
+
+    fn add_mig(
+        &mut self,
+        kind: &str,
+        location: &str,
+        zones: &[&str],
+        name: &str,
+        template: &str,
+        size: i64,
+    ) {
+        let zone = zones.first().copied().unwrap_or(location);
         let mut mig = Mig {
             name: name.to_owned(),
-            kind: "zones".into(),
-            location: zone.to_owned(),
+            kind: kind.into(),
+            location: location.to_owned(),
             template: template.to_owned(),
             base: name.to_owned(),
-            zones: vec![zone.to_owned()],
+            zones: zones.iter().map(|z| (*z).to_owned()).collect(),
             ..Mig::default()
         };
         for i in 0..size {

@@ -76,6 +76,15 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    /// The listening address could not be bound.
+    #[error("binding {address}")]
+    Bind {
+        /// The address.
+        address: std::net::SocketAddr,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// tonic rejected the TLS settings or failed while serving.
     #[error("gRPC server failed")]
     Transport(#[source] tonic::transport::Error),
