@@ -67,6 +67,7 @@ impl Planner<'_> {
                     }
                     Verdict::Refused(_) => {}
                     Verdict::Fatal(e) => {
+                        let e = self.in_user_words(node_index, e);
                         attempt.errors.insert(pod_index, e);
                         break;
                     }

@@ -67,8 +67,13 @@ impl Planner<'_> {
         // of being rolled back and replayed.
         let single = domains.len() == 1;
         let mut kept = false;
+        // Members the scheduler would fail with an error, in any domain.
+        let mut errors: BTreeMap<usize, String> = BTreeMap::new();
         for domain in &domains {
             let attempt = self.attempt(gang, &claims, domain.as_deref());
+            for (&pod, error) in &attempt.errors {
+                errors.entry(pod).or_insert_with(|| error.clone());
+            }
             let lands = attempt.placements.len() >= gang.needed();
             if single && lands {
                 kept = true;
@@ -108,21 +113,31 @@ impl Planner<'_> {
             .is_some_and(|(a, _)| a.placements.len() >= gang.needed());
         if !landed {
             gang_report.reasons = dedup(all_reasons);
+            // Members the scheduler fails with an error, or can place on no
+            // node at all, keep the gang from starting: say which, and why.
+            gang_report.reasons.extend(
+                errors
+                    .iter()
+                    .chain(&claim_errors)
+                    .map(|(&pod, why)| format!("pod {}: {why}", self.name(pod))),
+            );
             if gang_report.reasons.is_empty() {
                 gang_report.reasons.push("no node fits the gang".into());
             }
-            let errors = best.map(|(a, _)| a.errors).unwrap_or_default();
             for &pod_index in &gang.pending {
-                if let Some(e) = claim_errors
-                    .get(&pod_index)
-                    .or_else(|| errors.get(&pod_index))
-                {
+                if let Some(e) = errors.get(&pod_index) {
                     report.pods.push(self.pod_report(
                         pod_index,
                         Outcome::Error,
                         None,
                         vec![e.clone()],
                     ));
+                } else if let Some(e) = claim_errors.get(&pod_index) {
+                    // PreFilter refuses it on every node: unschedulable,
+                    // for its own reason.
+                    report
+                        .pods
+                        .push(self.unschedulable(pod_index, vec![e.clone()]));
                 } else {
                     report
                         .pods

@@ -96,12 +96,27 @@ impl Planner<'_> {
             self.used[g] += count;
             scale_ups.entry(g).or_insert((0, BTreeSet::new(), 0)).0 += count;
         }
-        let batch_reasons: Vec<String> = attempt
-            .reasons
-            .iter()
-            .filter(|r| r.starts_with("node group"))
-            .cloned()
-            .collect();
+        // Each pod left waiting is told why, in its own terms: what each group
+        // has against it, never what another pod of the batch ran into.
+        let mut own_reasons: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for gang in &singles {
+            for &pod_index in &gang.pending {
+                let waits = !placed.contains_key(&pod_index)
+                    && !claim_errors.contains_key(&pod_index)
+                    && !attempt.errors.contains_key(&pod_index);
+                let Some(pod_claims) = claims.get(&pod_index).filter(|_| waits) else {
+                    continue;
+                };
+                match self.why_no_new_node(pod_index, pod_claims) {
+                    Ok(reasons) => {
+                        own_reasons.insert(pod_index, reasons);
+                    }
+                    Err(error) => {
+                        attempt.errors.insert(pod_index, error);
+                    }
+                }
+            }
+        }
         for gang in singles {
             for &pod_index in &gang.pending {
                 let name = self.name(pod_index);
@@ -143,7 +158,7 @@ impl Planner<'_> {
                     (None, None, None) => {
                         let mut reasons =
                             vec!["no existing node and no node group can take it".to_string()];
-                        reasons.extend(batch_reasons.iter().cloned());
+                        reasons.extend(own_reasons.remove(&pod_index).unwrap_or_default());
                         (GangOutcome::Waits, self.unschedulable(pod_index, reasons))
                     }
                 };
