@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use dra_api::NodeTemplate;
 use dra_api::new_node::{ARCH_LABEL, INSTANCE_TYPE_LABEL, OS_LABEL, REGION_LABEL, ZONE_LABEL};
+use dra_sim::quantity::{Amount, NANO_PER_MILLI, Value};
 use k8s_openapi::api::resource::v1::ResourceSliceSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube_quantity::ParsedQuantity;
 
 use crate::eks;
 use crate::nvidia::{self, GpuDevices, GpuProduct};
@@ -50,11 +50,10 @@ pub enum TemplateError {
     },
 }
 
-fn parse(field: &str, q: &Quantity) -> Result<f64, TemplateError> {
-    ParsedQuantity::try_from(q)
-        .ok()
-        .and_then(|p| p.to_bytes_f64())
-        .ok_or_else(|| TemplateError::Quantity {
+fn parse(field: &str, q: &Quantity) -> Result<Amount, TemplateError> {
+    Value::from_quantity(q)
+        .map(|v| v.amount)
+        .map_err(|_| TemplateError::Quantity {
             field: field.to_owned(),
             value: q.0.clone(),
         })
@@ -93,16 +92,17 @@ fn reserved(
     }
     add(&mut out, "systemReserved", &options.system_reserved)?;
     out.memory += match &options.eviction_hard_memory {
-        Some(q) => to_u64(parse("evictionHardMemory", q)?),
+        Some(q) => to_u64(parse("evictionHardMemory", q)?.ceil_units()),
         None => eks::EVICTION_HARD_MEMORY_MIB * MIB,
     };
     out.ephemeral += ephemeral_capacity * eks::EVICTION_HARD_NODEFS_PERCENT / 100;
     Ok(out)
 }
 
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-fn to_u64(value: f64) -> u64 {
-    value.max(0.0).round() as u64
+/// Whole units (or milli-units), rounded up as the kubelet's `Value()` and
+/// `MilliValue()` round; negative amounts count as zero.
+fn to_u64(value: i128) -> u64 {
+    u64::try_from(value.max(0)).unwrap_or(u64::MAX)
 }
 
 fn add(
@@ -113,9 +113,9 @@ fn add(
     for (name, q) in map {
         let value = parse(&format!("{what}.{name}"), q)?;
         match name.as_str() {
-            "cpu" => out.cpu_millis += to_u64(value * 1000.0),
-            "memory" => out.memory += to_u64(value),
-            "ephemeral-storage" => out.ephemeral += to_u64(value),
+            "cpu" => out.cpu_millis += to_u64(value.ceil_scaled(NANO_PER_MILLI)),
+            "memory" => out.memory += to_u64(value.ceil_units()),
+            "ephemeral-storage" => out.ephemeral += to_u64(value.ceil_units()),
             _ => {}
         }
     }
@@ -265,8 +265,12 @@ pub fn node_template(
     }
     labels.extend(options.labels.clone());
 
-    #[allow(clippy::cast_precision_loss)]
-    let overhead_mib = to_u64((shape.memory_mib as f64 * overhead).ceil());
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let overhead_mib = (shape.memory_mib as f64 * overhead).ceil().max(0.0) as u64;
     let memory = shape.memory_mib.saturating_sub(overhead_mib) * MIB;
     let ephemeral = shape.root_volume_gib.map_or(0, |g| g * GIB);
     let reserved = reserved(shape, options, max_pods, ephemeral)?;

@@ -1,11 +1,13 @@
 //! `kubernetes.Quantity` for CEL: apimachinery's `resource.ParseQuantity`
-//! and the arithmetic the CEL quantity library exposes.
+//! and the arithmetic the CEL quantity library exposes. The scanner, the
+//! suffix table, nano rounding and the binary cap are the shared ones of
+//! [`crate::quantity`]; this module adds upstream's two representations.
 //!
 //! kube-cel ships a quantity type, but it keeps values in an `i128` with a
 //! power-of-ten scale and overflows (a panic in debug builds, a wrong answer in
 //! release builds) once two exponents are far apart, and its type cannot be
 //! named from outside the crate. Capacities come from ResourceSlices we do not
-//! control, so this module keeps an exact decimal instead: comparisons never
+//! control, so this module keeps an exact decimal ([`Decimal`]) instead: comparisons never
 //! overflow, and arithmetic that would need absurd amounts of memory is an
 //! error rather than an allocation.
 //!
@@ -17,27 +19,8 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-/// The error texts are upstream's, so messages read the same as the scheduler's.
-pub(crate) const ERR_FORMAT_WRONG: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
-const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
-
-/// Aligning two values whose exponents are further apart than this would
-/// allocate that many digits; upstream's big decimals would too, but here a
-/// pathological input must not take the process down.
-const MAX_ALIGNED_DIGITS: i64 = 4096;
-
-/// Upstream caps binary-suffixed quantities at 2^63-1.
-const MAX_ALLOWED: i64 = i64::MAX;
-
-/// How the value was written; upstream only caps `BinarySI` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    DecimalSI,
-    BinarySI,
-    DecimalExponent,
-}
+use crate::quantity::decimal::Decimal;
+use crate::quantity::{ErrorKind, Scanned, Suffix, exact_value, scan_with_suffix};
 
 /// An exact Kubernetes quantity.
 #[derive(Debug, Clone)]
@@ -50,361 +33,28 @@ pub(crate) struct Quantity {
     exact: Option<Decimal>,
 }
 
-/// An exact decimal: `(-1)^neg × digits × 10^exp`, where `digits` has no
-/// leading or trailing zeros (empty means zero).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Decimal {
-    neg: bool,
-    digits: Vec<u8>,
-    exp: i64,
-}
-
-impl Decimal {
-    fn zero() -> Self {
-        Self {
-            neg: false,
-            digits: Vec::new(),
-            exp: 0,
-        }
-    }
-
-    fn from_i64(value: i64, scale: i64) -> Self {
-        let digits = value
-            .unsigned_abs()
-            .to_string()
-            .bytes()
-            .map(|b| b - b'0')
-            .collect();
-        Self::normalized(value < 0, digits, scale)
-    }
-
-    /// Strips leading and trailing zeros; a zero value is never negative.
-    fn normalized(neg: bool, mut digits: Vec<u8>, mut exp: i64) -> Self {
-        let leading = digits.iter().take_while(|d| **d == 0).count();
-        digits.drain(..leading);
-        while digits.last() == Some(&0) {
-            digits.pop();
-            exp = exp.saturating_add(1);
-        }
-        if digits.is_empty() {
-            return Self::zero();
-        }
-        Self { neg, digits, exp }
-    }
-
-    fn is_zero(&self) -> bool {
-        self.digits.is_empty()
-    }
-
-    fn sign(&self) -> i64 {
-        match (self.is_zero(), self.neg) {
-            (true, _) => 0,
-            (false, true) => -1,
-            (false, false) => 1,
-        }
-    }
-
-    /// Position of the most significant digit; larger means a larger magnitude.
-    fn order(&self) -> i64 {
-        i64::try_from(self.digits.len())
-            .unwrap_or(i64::MAX)
-            .saturating_add(self.exp)
-    }
-
-    fn cmp_magnitude(&self, other: &Self) -> Ordering {
-        match (self.is_zero(), other.is_zero()) {
-            (true, true) => return Ordering::Equal,
-            (true, false) => return Ordering::Less,
-            (false, true) => return Ordering::Greater,
-            (false, false) => {}
-        }
-        self.order()
-            .cmp(&other.order())
-            .then_with(|| self.digits.cmp(&other.digits))
-    }
-
-    /// Both non-zero operands as little-endian digit vectors at a common
-    /// exponent, or `None` when that would need more than
-    /// [`MAX_ALIGNED_DIGITS`] digits.
-    fn aligned(&self, other: &Self) -> Option<(Vec<u8>, Vec<u8>, i64)> {
-        let min_exp = self.exp.min(other.exp);
-        let widen = |d: &Decimal| -> Option<Vec<u8>> {
-            let shift = d.exp.checked_sub(min_exp)?;
-            let len = i64::try_from(d.digits.len()).ok()?.checked_add(shift)?;
-            if len > MAX_ALIGNED_DIGITS {
-                return None;
-            }
-            let mut out = vec![0u8; usize::try_from(shift).ok()?];
-            out.extend(d.digits.iter().rev());
-            Some(out)
-        };
-        Some((widen(self)?, widen(other)?, min_exp))
-    }
-
-    fn checked_add(&self, other: &Self) -> Option<Self> {
-        if self.is_zero() {
-            return Some(other.clone());
-        }
-        if other.is_zero() {
-            return Some(self.clone());
-        }
-        let (a, b, exp) = self.aligned(other)?;
-        if self.neg == other.neg {
-            return Some(Self::from_le(self.neg, add_le(&a, &b), exp));
-        }
-        match self.cmp_magnitude(other) {
-            Ordering::Equal => Some(Self::zero()),
-            Ordering::Greater => Some(Self::from_le(self.neg, sub_le(&a, &b), exp)),
-            Ordering::Less => Some(Self::from_le(other.neg, sub_le(&b, &a), exp)),
-        }
-    }
-
-    fn negated(&self) -> Self {
-        if self.is_zero() {
-            return self.clone();
-        }
-        Self {
-            neg: !self.neg,
-            ..self.clone()
-        }
-    }
-
-    fn from_le(neg: bool, mut le: Vec<u8>, exp: i64) -> Self {
-        le.reverse();
-        Self::normalized(neg, le, exp)
-    }
-
-    /// Multiplies the magnitude by `2^power`.
-    fn mul_pow2(&self, power: u32) -> Self {
-        let mut le: Vec<u8> = self.digits.iter().rev().copied().collect();
-        for _ in 0..power {
-            let mut carry = 0u8;
-            for d in &mut le {
-                let v = *d * 2 + carry;
-                *d = v % 10;
-                carry = v / 10;
-            }
-            if carry > 0 {
-                le.push(carry);
-            }
-        }
-        Self::from_le(self.neg, le, self.exp)
-    }
-
-    /// Rounds away from zero to a multiple of 10^-9, as upstream does for
-    /// every non-zero parsed quantity.
-    fn round_up_to_nano(&self) -> Self {
-        const NANO: i64 = -9;
-        if self.is_zero() || self.exp >= NANO {
-            return self.clone();
-        }
-        let keep = self.order().saturating_sub(NANO);
-        if keep <= 0 {
-            return Self {
-                neg: self.neg,
-                digits: vec![1],
-                exp: NANO,
-            };
-        }
-        let keep = usize::try_from(keep).unwrap_or(usize::MAX);
-        let dropped_nonzero = self.digits.iter().skip(keep).any(|d| *d != 0);
-        let kept: Vec<u8> = self.digits.iter().take(keep).rev().copied().collect();
-        let kept = if dropped_nonzero {
-            add_le(&kept, &[1])
-        } else {
-            kept
-        };
-        Self::from_le(self.neg, kept, NANO)
-    }
-
-    fn to_f64(&self) -> f64 {
-        if self.is_zero() {
-            return 0.0;
-        }
-        let digits: String = self.digits.iter().map(|d| char::from(b'0' + d)).collect();
-        let sign = if self.neg { "-" } else { "" };
-        // Rust's float parser handles any exponent, returning ±inf when out of range.
-        format!("{sign}{digits}e{}", self.exp)
-            .parse()
-            .unwrap_or(f64::NAN)
-    }
-}
-
-impl PartialOrd for Decimal {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Decimal {
-    fn cmp(&self, other: &Self) -> Ordering {
-        match self.sign().cmp(&other.sign()) {
-            Ordering::Equal if self.neg => other.cmp_magnitude(self),
-            Ordering::Equal => self.cmp_magnitude(other),
-            unequal => unequal,
-        }
-    }
-}
-
-fn add_le(a: &[u8], b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(a.len().max(b.len()) + 1);
-    let mut carry = 0u8;
-    for i in 0..a.len().max(b.len()) {
-        let v = a.get(i).copied().unwrap_or(0) + b.get(i).copied().unwrap_or(0) + carry;
-        out.push(v % 10);
-        carry = v / 10;
-    }
-    if carry > 0 {
-        out.push(carry);
-    }
-    out
-}
-
-/// `a - b` for magnitudes with `a >= b`.
-fn sub_le(a: &[u8], b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(a.len());
-    let mut borrow = 0i8;
-    for (i, &ad) in a.iter().enumerate() {
-        let mut v = i8::try_from(ad).unwrap_or(0)
-            - borrow
-            - i8::try_from(b.get(i).copied().unwrap_or(0)).unwrap_or(0);
-        borrow = 0;
-        if v < 0 {
-            v += 10;
-            borrow = 1;
-        }
-        out.push(u8::try_from(v).unwrap_or(0));
-    }
-    out
-}
-
-/// The pieces of a quantity string, as upstream's scanner splits it.
-struct Scanned<'a> {
-    positive: bool,
-    num: &'a str,
-    denom: &'a str,
-    suffix: &'a str,
-}
-
-/// Upstream's `parseQuantityString`: sign, integer digits (leading zeros
-/// dropped), optional fraction, then a suffix made of suffix letters with an
-/// optional signed integer tail.
-fn scan(s: &str) -> Result<Scanned<'_>, &'static str> {
-    let bytes = s.as_bytes();
-    let end = bytes.len();
-    let mut pos = 0;
-    let mut positive = true;
-    match bytes.first() {
-        Some(b'-') => {
-            positive = false;
-            pos += 1;
-        }
-        Some(b'+') => pos += 1,
-        _ => {}
-    }
-    while pos < end && bytes[pos] == b'0' {
-        pos += 1;
-    }
-    if pos >= end {
-        return Ok(Scanned {
-            positive,
-            num: "0",
-            denom: "",
-            suffix: "",
-        });
-    }
-    let num_start = pos;
-    while pos < end && bytes[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    let mut num = &s[num_start..pos];
-    if num.is_empty() {
-        num = "0";
-    }
-    let mut denom = "";
-    if pos < end && bytes[pos] == b'.' {
-        pos += 1;
-        let denom_start = pos;
-        while pos < end && bytes[pos].is_ascii_digit() {
-            pos += 1;
-        }
-        denom = &s[denom_start..pos];
-    }
-    let suffix_start = pos;
-    while pos < end && b"eEinumkKMGTP".contains(&bytes[pos]) {
-        pos += 1;
-    }
-    if pos < end && (bytes[pos] == b'-' || bytes[pos] == b'+') {
-        pos += 1;
-    }
-    while pos < end && bytes[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    if pos < end {
-        return Err(ERR_FORMAT_WRONG);
-    }
-    Ok(Scanned {
-        positive,
-        num,
-        denom,
-        suffix: &s[suffix_start..],
-    })
-}
-
-/// Upstream's suffix table: `(base, exponent, format)`.
-fn interpret_suffix(suffix: &str) -> Option<(u32, i32, Format)> {
-    let decimal = |e| Some((10, e, Format::DecimalSI));
-    let binary = |e| Some((2, e, Format::BinarySI));
-    match suffix {
-        "" => decimal(0),
-        "n" => decimal(-9),
-        "u" => decimal(-6),
-        "m" => decimal(-3),
-        "k" => decimal(3),
-        "M" => decimal(6),
-        "G" => decimal(9),
-        "T" => decimal(12),
-        "P" => decimal(15),
-        "E" => decimal(18),
-        "Ki" => binary(10),
-        "Mi" => binary(20),
-        "Gi" => binary(30),
-        "Ti" => binary(40),
-        "Pi" => binary(50),
-        "Ei" => binary(60),
-        _ => {
-            let rest = suffix.strip_prefix(['e', 'E'])?;
-            // Go's ParseInt accepts a leading sign; upstream then truncates to int32.
-            let parsed: i64 = rest.parse().ok()?;
-            #[allow(clippy::cast_possible_truncation)] // mirrors upstream's int32(parsed)
-            Some((10, parsed as i32, Format::DecimalExponent))
-        }
-    }
-}
-
 impl Quantity {
     /// Parses like `resource.ParseQuantity`; the error is upstream's message.
     pub(crate) fn parse(s: &str) -> Result<Self, &'static str> {
-        if s.is_empty() {
-            return Err(ERR_FORMAT_WRONG);
-        }
         if s == "0" {
             return Ok(Self::from_i64(0));
         }
-        let scanned = scan(s)?;
-        let (base, exponent, format) = interpret_suffix(scanned.suffix).ok_or(ERR_SUFFIX)?;
-        if let Some(q) = Self::fast_path(&scanned, base, exponent)? {
+        let (scanned, suffix) = scan_with_suffix(s).map_err(ErrorKind::message)?;
+        if let Some(q) = Self::fast_path(&scanned, suffix)? {
             return Ok(q);
         }
-        Self::slow_path(&scanned, base, exponent, format)
+        // Upstream's big-decimal path: exact digits, then nano rounding and
+        // the binary cap.
+        let (exact, _) = exact_value(&scanned, suffix);
+        Ok(Self {
+            fast: None,
+            exact: Some(exact),
+        })
     }
 
     /// Upstream's int64 path, taken when the digits surely fit.
-    fn fast_path(
-        scanned: &Scanned<'_>,
-        base: u32,
-        exponent: i32,
-    ) -> Result<Option<Self>, &'static str> {
+    fn fast_path(scanned: &Scanned<'_>, suffix: Suffix) -> Result<Option<Self>, &'static str> {
+        let Suffix { base, exponent, .. } = suffix;
         const MAX_INT64_FACTORS: i64 = 18;
         let digit_count =
             i64::try_from(scanned.num.len() + scanned.denom.len()).unwrap_or(i64::MAX);
@@ -433,53 +83,18 @@ impl Quantity {
             .try_fold(0i64, |acc, d| {
                 acc.checked_mul(10)?.checked_add(i64::from(d - b'0'))
             })
-            .ok_or(ERR_NUMERIC)?;
+            .ok_or(ErrorKind::Numeric.message())?;
         let Some(mut result) = value.checked_mul(mantissa) else {
             return Ok(None);
         };
         if !scanned.positive {
             result = -result;
         }
-        let scale = i32::try_from(scale).map_err(|_| ERR_NUMERIC)?;
+        let scale = i32::try_from(scale).map_err(|_| ErrorKind::Numeric.message())?;
         Ok(Some(Self {
             fast: Some((result, scale)),
             exact: None,
         }))
-    }
-
-    /// Upstream's big-decimal path: exact digits, then nano rounding and the
-    /// binary cap.
-    fn slow_path(
-        scanned: &Scanned<'_>,
-        base: u32,
-        exponent: i32,
-        format: Format,
-    ) -> Result<Self, &'static str> {
-        let digits: Vec<u8> = scanned
-            .num
-            .bytes()
-            .chain(scanned.denom.bytes())
-            .map(|b| b - b'0')
-            .collect();
-        let denom_len = i64::try_from(scanned.denom.len()).map_err(|_| ERR_NUMERIC)?;
-        let mut amount = if base == 10 {
-            Decimal::normalized(false, digits, i64::from(exponent) - denom_len)
-        } else {
-            let exponent = u32::try_from(exponent).map_err(|_| ERR_SUFFIX)?;
-            Decimal::normalized(false, digits, -denom_len).mul_pow2(exponent)
-        };
-        amount = amount.round_up_to_nano();
-        let max = Decimal::from_i64(MAX_ALLOWED, 0);
-        if format == Format::BinarySI && amount > max {
-            amount = max;
-        }
-        if !scanned.positive {
-            amount = amount.negated();
-        }
-        Ok(Self {
-            fast: None,
-            exact: Some(amount),
-        })
     }
 
     fn from_i64(value: i64) -> Self {
@@ -688,8 +303,14 @@ mod tests {
         ] {
             assert!(Quantity::parse(bad).is_err(), "{bad} should be rejected");
         }
-        assert_eq!(Quantity::parse("200K").err(), Some(ERR_SUFFIX));
-        assert_eq!(Quantity::parse("1,3G").err(), Some(ERR_FORMAT_WRONG));
+        assert_eq!(
+            Quantity::parse("200K").err(),
+            Some(ErrorKind::Suffix.message())
+        );
+        assert_eq!(
+            Quantity::parse("1,3G").err(),
+            Some(ErrorKind::FormatWrong.message())
+        );
         // The library docs call quantity('Mi') an error, but upstream's scanner
         // reads an empty number as 0, so it is 0 (and so is ".").
         assert!(q("Mi") == q("0"));

@@ -9,8 +9,8 @@
 use k8s_openapi::api::core::v1::NodeSelector;
 use k8s_openapi::api::resource::v1::{Device, DeviceTaint, DeviceTaintRule, ResourceSlice};
 
-use super::node_selector::ParsedNodeSelector;
 use super::quantity::{Amount, Value};
+use crate::selectors::ParsedNodeSelector;
 
 /// A node selector with its parse result.
 #[derive(Debug, Clone)]

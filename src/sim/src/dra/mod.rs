@@ -41,10 +41,8 @@ mod device_taints;
 mod diagnose;
 mod inventory;
 mod model;
-mod node_selector;
 mod pool_state;
 mod pools;
-pub mod quantity;
 mod requests;
 mod results;
 mod search;
@@ -55,8 +53,9 @@ mod tests;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
+pub use crate::quantity;
+pub use crate::selectors::ParsedNodeSelector;
 pub use catalog::DraCatalog;
-pub use node_selector::ParsedNodeSelector;
 pub use state::{AllocatedState, DeviceId};
 
 use crate::gates::FeatureGates;

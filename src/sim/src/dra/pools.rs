@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::Features;
 use super::inventory::{CounterSetEntry, SliceEntry};
-use super::node_selector::node_matches;
 use super::quantity::Amount;
+use crate::selectors::node_matches;
 
 /// A pool as seen from one node.
 #[derive(Debug)]

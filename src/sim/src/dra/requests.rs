@@ -13,10 +13,10 @@ use super::capacity;
 use super::cel_cache::EvalError;
 use super::claim_ref;
 use super::model::{Checker, ClassEntry, DevRef, Mode, RequestData, Slot};
-use super::node_selector::node_matches;
 use super::pools::Pool;
 use super::quantity::Value;
 use super::state::FixedMap;
+use crate::selectors::node_matches;
 
 /// The fields a request and a subrequest share.
 struct Fields<'c> {

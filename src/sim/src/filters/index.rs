@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Toleration};
 
-use super::labels::{Labels, Selector};
 use super::node_affinity::RequiredNodeAffinity;
 use super::taint_toleration::{is_do_not_schedule, tolerations_tolerate};
 use super::topology::{Domain, DomainCounts, TopologyColumn};
+use crate::selectors::{Labels, Selector};
 
 /// What the indexes need to know about a node: its labels and taints, as a
 /// node object so the shared selector helpers apply.

@@ -21,8 +21,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm};
 
 use super::index::{AntiTerm, Clause, Index, NodeRecord, PodMatcher, PodRecord};
-use super::labels::{Labels, NamespaceRegistry, Op, Selector, SelectorParseError};
+use super::labels::NamespaceRegistry;
 use super::topology::{Domain, DomainCounts, TopologyColumn};
+use crate::selectors::{Labels, Op, Selector, SelectorParseError};
 
 /// Upstream plugin name.
 pub const NAME: &str = "InterPodAffinity";

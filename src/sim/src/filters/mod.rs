@@ -49,9 +49,9 @@ use k8s_openapi::api::core::v1::{Namespace, Node, NodeSpec, Pod, Toleration};
 use k8s_openapi::api::resource::v1::DeviceClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+pub use crate::selectors::SelectorParseError;
 pub use capacity::Allocatable;
 pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
-pub use labels::SelectorParseError;
 
 use crate::gates::FeatureGates;
 use crate::objects::ObjectRef;

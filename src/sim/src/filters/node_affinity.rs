@@ -1,18 +1,18 @@
 //! NodeAffinity: the pod's `nodeSelector` and required node affinity
 //! (`nodeaffinity.GetRequiredNodeAffinity`).
 //!
-//! Terms are ORed; a term whose requirements cannot be parsed is skipped, as
-//! upstream's lazy-error node selector skips it, so it never matches. The
-//! PreFilter also narrows the candidate nodes when every term pins
-//! `metadata.name In (...)`; nodes outside that set are refused before any
-//! Filter runs, with the framework's "didn't satisfy plugin(s)" reason.
+//! Terms are ORed; a term whose requirements cannot be parsed never matches,
+//! as upstream's lazy-error node selector skips it (see
+//! [`crate::selectors::node`]). The PreFilter also narrows the candidate
+//! nodes when every term pins `metadata.name In (...)`; nodes outside that
+//! set are refused before any Filter runs, with the framework's "didn't
+//! satisfy plugin(s)" reason.
 
 use std::collections::{BTreeMap, HashSet};
 
-use k8s_openapi::api::core::v1::{Node, NodeSelectorTerm, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 
-use super::labels::{is_qualified_name, is_valid_label_value};
-use crate::selectors::node_selector_term_matches;
+use crate::selectors::ParsedNodeSelector;
 
 /// Upstream plugin name.
 pub const NAME: &str = "NodeAffinity";
@@ -23,34 +23,12 @@ pub const PREFILTER_REASON: &str = "node(s) didn't satisfy plugin(s) [NodeAffini
 /// Upstream's `errReasonConflict`: every term pins disjoint node names.
 pub const CONFLICT_REASON: &str = "pod affinity terms conflict";
 
-/// `nodeSelector` plus the required node affinity terms of one pod.
+/// `nodeSelector` plus the required node affinity terms of one pod, parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RequiredNodeAffinity {
     node_selector: BTreeMap<String, String>,
-    /// `None` when the pod has no required node affinity; a term that does
-    /// not parse is kept as `None` (it never matches).
-    terms: Option<Vec<Option<NodeSelectorTerm>>>,
-}
-
-/// Would upstream's `nodeSelectorRequirementsAsSelector` (and its field
-/// counterpart) accept the term?
-fn term_parses(term: &NodeSelectorTerm) -> bool {
-    let expressions_ok = term.match_expressions.iter().flatten().all(|r| {
-        let values = r.values.as_deref().unwrap_or_default();
-        let values_ok = match r.operator.as_str() {
-            "In" | "NotIn" => !values.is_empty() && values.iter().all(|v| is_valid_label_value(v)),
-            "Exists" | "DoesNotExist" => values.is_empty(),
-            "Gt" | "Lt" => matches!(values, [v] if v.parse::<i64>().is_ok()),
-            _ => false,
-        };
-        is_qualified_name(&r.key) && values_ok
-    });
-    let fields_ok = term.match_fields.iter().flatten().all(|r| {
-        r.key == "metadata.name"
-            && matches!(r.operator.as_str(), "In" | "NotIn")
-            && r.values.as_ref().is_some_and(|v| v.len() == 1)
-    });
-    expressions_ok && fields_ok
+    /// `None` when the pod has no required node affinity.
+    terms: Option<ParsedNodeSelector>,
 }
 
 impl RequiredNodeAffinity {
@@ -66,12 +44,7 @@ impl RequiredNodeAffinity {
                 n.required_during_scheduling_ignored_during_execution
                     .as_ref()
             })
-            .map(|s| {
-                s.node_selector_terms
-                    .iter()
-                    .map(|t| term_parses(t).then(|| t.clone()))
-                    .collect()
-            });
+            .map(ParsedNodeSelector::parse_lazy);
         if node_selector.is_empty() && terms.is_none() {
             return None;
         }
@@ -88,22 +61,12 @@ impl RequiredNodeAffinity {
             .node_selector
             .iter()
             .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
-        if !selector_ok {
-            return false;
-        }
-        match &self.terms {
-            None => true,
-            Some(terms) => terms
-                .iter()
-                .flatten()
-                .any(|term| node_selector_term_matches(term, node).unwrap_or(false)),
-        }
+        selector_ok && self.terms.as_ref().is_none_or(|terms| terms.matches(node))
     }
 
     /// A string equal for equal requirements, to key caches of node sets.
     pub(crate) fn cache_key(&self) -> String {
-        let terms = serde_json::to_string(&self.terms).unwrap_or_default();
-        format!("{:?}|{terms}", self.node_selector)
+        format!("{:?}|{:?}", self.node_selector, self.terms)
     }
 }
 

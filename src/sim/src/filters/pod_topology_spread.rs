@@ -17,9 +17,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::index::{Clause, Index, MaskSpec, NodeRecord, PodMatcher, PodRecord};
-use super::labels::{Op, Selector};
 use super::node_affinity::RequiredNodeAffinity;
 use super::topology::{Domain, DomainCounts, TopologyColumn};
+use crate::selectors::{Op, Selector};
 
 /// Upstream plugin name.
 pub const NAME: &str = "PodTopologySpread";

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Node;
 
-use super::labels::Labels;
+use crate::selectors::Labels;
 
 /// The domain of a node under one topology key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -75,6 +75,9 @@ impl Snapshot {
             name: pod.metadata.name.clone().unwrap_or_default(),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
         };
+        for key in &keys {
+            self.allocation_selectors.remove(key);
+        }
         for (key, allocation) in keys.iter().zip(allocations) {
             self.allocated.add_allocation(&allocation, &self.gates);
             if let Some(claim) = self.claims.get_mut(key) {

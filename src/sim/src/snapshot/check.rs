@@ -7,7 +7,7 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use super::{ObjectKey, PodClaims, Snapshot};
 use crate::dra::{AllocError, AllocateOutcome};
 use crate::filters::extended_resource_claim;
-use crate::selectors::node_selector_matches;
+use crate::selectors::ParsedNodeSelector;
 
 /// What one node says about one pod.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +27,9 @@ impl Snapshot {
     /// Runs the filters, checks the pod's allocated claims are usable here,
     /// then allocates its other claims. Nothing is committed.
     pub fn check(&mut self, pod_index: usize, node_index: usize, claims: &PodClaims) -> Verdict {
+        for key in &claims.allocated {
+            self.parse_allocation_selector(key);
+        }
         // A pod without spread or pod-affinity terms, in a cluster without
         // anti-affinity, prepares to the same result whatever is placed:
         // keep it. Others are prepared again after every change.
@@ -55,6 +58,15 @@ impl Snapshot {
             Ok(prepared) => prepared,
             Err(reason) => return Verdict::Unresolvable(reason.clone()),
         };
+        // The DynamicResources PreFilter parses allocated claims' node
+        // selectors (strictly): one that does not parse fails the pod.
+        for key in &claims.allocated {
+            if let Some(Err(e)) = self.allocation_selectors.get(key) {
+                return Verdict::Fatal(format!(
+                    "resourceclaim {key}: allocation nodeSelector: {e}"
+                ));
+            }
+        }
         let node = &self.nodes[node_index];
         let pod = &self.pods[pod_index];
         if let Err(refusal) = self.filters.check(prepared, node_index, node) {
@@ -66,28 +78,12 @@ impl Snapshot {
             extended_resource_claim(pod, node, &self.device_classes, &self.gates)
         };
         for key in &claims.allocated {
-            let selector = self
-                .claims
-                .get(key)
-                .and_then(|c| c.status.as_ref())
-                .and_then(|s| s.allocation.as_ref())
-                .and_then(|a| a.node_selector.as_ref());
-            if let Some(selector) = selector {
-                match node_selector_matches(selector, node) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        return Verdict::Refused(format!(
-                            "resourceclaim not available on the node: {} is allocated for other nodes",
-                            key
-                        ));
-                    }
-                    Err(e) => {
-                        return Verdict::Fatal(format!(
-                            "resourceclaim {}: allocation nodeSelector: {e}",
-                            key
-                        ));
-                    }
-                }
+            if let Some(Ok(selector)) = self.allocation_selectors.get(key)
+                && !selector.matches(node)
+            {
+                return Verdict::Refused(format!(
+                    "resourceclaim not available on the node: {key} is allocated for other nodes"
+                ));
             }
         }
         if claims.to_allocate.is_empty() && extended.is_none() {
@@ -138,5 +134,24 @@ impl Snapshot {
             &self.allocated,
             &mut self.share_ids,
         )
+    }
+
+    /// Parses an allocated claim's node selector once (until its allocation
+    /// changes), strictly as upstream's `NewNodeSelector`; claims without
+    /// one are usable on every node and get no entry.
+    fn parse_allocation_selector(&mut self, key: &ObjectKey) {
+        if self.allocation_selectors.contains_key(key) {
+            return;
+        }
+        let selector = self
+            .claims
+            .get(key)
+            .and_then(|c| c.status.as_ref())
+            .and_then(|s| s.allocation.as_ref())
+            .and_then(|a| a.node_selector.as_ref());
+        if let Some(selector) = selector {
+            self.allocation_selectors
+                .insert(key.clone(), ParsedNodeSelector::parse(selector));
+        }
     }
 }

@@ -28,6 +28,7 @@ use crate::filters::{FilterState, PreparedPod};
 use crate::gates::FeatureGates;
 use crate::objects::{ClusterObjects, ObjectRef};
 pub use crate::pods::{is_pending, priority};
+use crate::selectors::ParsedNodeSelector;
 
 pub use check::Verdict;
 pub use claims::{EXTENDED_RESOURCES_SUFFIX, POD_CLAIM_NAME_ANNOTATION, extended_claim_key};
@@ -93,6 +94,9 @@ pub struct Snapshot {
     stateless_prepared: HashMap<usize, Result<PreparedPod, String>>,
     /// Reused by [`Snapshot::signature`] to serialise a pod for hashing.
     signature_buffer: Vec<u8>,
+    /// Allocated claims' node selectors, parsed; dropped when the claim's
+    /// allocation changes (bind, rollback).
+    allocation_selectors: HashMap<ObjectKey, Result<ParsedNodeSelector, String>>,
 }
 
 impl Snapshot {
@@ -168,6 +172,7 @@ impl Snapshot {
             generated: HashMap::new(),
             stateless_prepared: HashMap::new(),
             signature_buffer: Vec::new(),
+            allocation_selectors: HashMap::new(),
         };
         let keys: Vec<ObjectKey> = snapshot.claims.keys().cloned().collect();
         for key in &keys {

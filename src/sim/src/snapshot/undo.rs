@@ -99,6 +99,7 @@ impl Snapshot {
                         self.allocated.remove_allocation(allocation, &self.gates);
                     }
                     for (key, status) in claims {
+                        self.allocation_selectors.remove(&key);
                         if let Some(claim) = self.claims.get_mut(&key) {
                             claim.status = status;
                         }

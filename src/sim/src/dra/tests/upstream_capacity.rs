@@ -983,9 +983,10 @@ fn consumable_capacity_requests_are_not_modified() {
             Some(local_selector(NODE1)),
             vec![
                 res_shared(REQ0, DRIVER_A, POOL1, DEVICE1, &[(CAPACITY0, "2")]),
-                // Upstream compares quantities by value; "1000E" is the
-                // canonical serialization of 10^21 that the API would show.
-                res_shared(REQ1, DRIVER_A, POOL1, DEVICE1, &[(CAPACITY0, "1000E")]),
+                // Upstream compares quantities by value; "1e21" is the
+                // canonical serialization of 10^21 since kubernetes#140459
+                // (no SI suffix beyond E: the exponent form keeps the value).
+                res_shared(REQ1, DRIVER_A, POOL1, DEVICE1, &[(CAPACITY0, "1e21")]),
             ],
         )]),
         ..Default::default()
