@@ -5,10 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use dra_controller::PlanArgs;
 use dra_plan::{PlanOptions, PlanReport};
 use dra_sim::report::Report;
 use dra_sim::{FeatureGates, KubeVersion, Loader};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 
 use crate::input;
 
@@ -47,42 +48,18 @@ impl SimulateOutput {
 /// Flags of `simulate`.
 #[derive(Debug, Clone, Args)]
 pub struct SimulateArgs {
-    /// Kubernetes version of the cluster whose scheduler is modelled (1.34 to
-    /// 1.37); sets the feature-gate defaults.
-    #[arg(
-        long,
-        env = "DRA_AUTOSCALER_KUBERNETES_VERSION",
-        default_value = "1.37"
-    )]
-    pub kubernetes_version: String,
-
-    /// Feature gates on top of the version's defaults, as kube-scheduler takes
-    /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`.
-    #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
-    pub feature_gates: String,
+    /// The scheduler modelled and the planner's choices (as `run` takes them).
+    #[command(flatten)]
+    pub plan: PlanArgs,
 
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: OutputFormat,
 
-    /// How to choose between node groups that can all take a gang, when the
-    /// input has NodeGroups: least-cost, priority or least-waste.
-    #[arg(long, env = "DRA_AUTOSCALER_EXPANDER", default_value = "least-cost")]
-    pub expander: String,
-
     /// The time to plan at (RFC 3339), for reservation end times. Without it,
     /// end times are ignored (a simulation reads no clock).
     #[arg(long, env = "DRA_AUTOSCALER_NOW")]
     pub now: Option<String>,
-
-    /// A reservation that ends sooner than this after `--now` is not used
-    /// (e.g. 1h, 30m, 2h30m).
-    #[arg(
-        long,
-        env = "DRA_AUTOSCALER_MIN_RESERVATION_LEFT",
-        default_value = "1h"
-    )]
-    pub min_reservation_left: String,
 
     /// Snapshot files or directories (.yaml, .yml, .json; `kind: List` and
     /// multi-document YAML are fine).
@@ -91,47 +68,28 @@ pub struct SimulateArgs {
 }
 
 impl SimulateArgs {
-    /// The gates these flags select.
+    /// The gates these flags select: `--kubernetes-version`'s (default the
+    /// newest modelled), then `--feature-gates`.
     ///
     /// # Errors
-    /// An unsupported version or a malformed/unknown gate.
+    /// A gate list that does not apply (clap checks it when parsed).
     pub fn gates(&self) -> anyhow::Result<FeatureGates> {
-        let version: KubeVersion = self
-            .kubernetes_version
-            .parse()
-            .context("--kubernetes-version")?;
-        let mut gates = FeatureGates::for_version(version);
-        gates
-            .apply_flag(&self.feature_gates)
-            .context("--feature-gates")?;
-        Ok(gates)
+        let version = self.plan.kubernetes_version.unwrap_or(KubeVersion::NEWEST);
+        self.plan.gates(version).context("--feature-gates")
     }
 
     /// Planner options from the flags.
     ///
     /// # Errors
-    /// An unknown expander, a bad time or duration.
+    /// A `--now` that is not an RFC 3339 time.
     pub fn plan_options(&self) -> anyhow::Result<PlanOptions> {
-        let expander = self
-            .expander
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!(e))
-            .context("--expander")?;
         let now = self
             .now
             .as_deref()
             .map(str::parse::<Timestamp>)
             .transpose()
             .context("--now: expected an RFC 3339 time such as 2026-12-01T00:00:00Z")?;
-        let min_reservation_left: SignedDuration = self
-            .min_reservation_left
-            .parse()
-            .context("--min-reservation-left: expected a duration such as 1h or 30m")?;
-        Ok(PlanOptions {
-            expander,
-            now,
-            min_reservation_left,
-        })
+        Ok(self.plan.plan_options(now))
     }
 
     /// Loads the snapshot and simulates (or plans, when NodeGroups are in the

@@ -5,7 +5,84 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
-use k8s_openapi::jiff::SignedDuration;
+use dra_plan::{Expander, PlanOptions};
+use dra_sim::{FeatureGates, KubeVersion};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// Flags `simulate` and `run` both take: the scheduler modelled (version and
+/// feature gates) and how the planner chooses (expander, reservation
+/// horizon). Defined once so both commands spell, default and check them
+/// alike; a bad value is refused by clap before anything runs.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// Kubernetes version whose scheduler is modelled (1.34 to 1.37).
+    /// Default: for `run` the API server's own version, for `simulate` the
+    /// newest modelled (1.37).
+    #[arg(long, env = "DRA_AUTOSCALER_KUBERNETES_VERSION")]
+    pub kubernetes_version: Option<KubeVersion>,
+
+    /// Feature gates on top of the version's defaults, as kube-scheduler takes
+    /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
+    /// them as your scheduler has them, or the plan and the scheduler disagree.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_FEATURE_GATES",
+        default_value = "",
+        value_parser = feature_gates_flag
+    )]
+    pub feature_gates: String,
+
+    /// How to choose between node groups that can all take a gang.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_EXPANDER",
+        value_enum,
+        default_value_t = Expander::LeastCost
+    )]
+    pub expander: Expander,
+
+    /// A reservation that ends sooner than this (e.g. 1h, 30m, 2h30m) is not
+    /// used for new nodes.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MIN_RESERVATION_LEFT",
+        default_value = "1h"
+    )]
+    pub min_reservation_left: SignedDuration,
+}
+
+/// `--feature-gates` as clap checks it: every entry `Name=true|false` with a
+/// gate kube-scheduler knows (which gates exist does not depend on the
+/// version).
+fn feature_gates_flag(value: &str) -> Result<String, String> {
+    FeatureGates::default()
+        .apply_flag(value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+impl PlanArgs {
+    /// The scheduler's feature gates: `version`'s defaults, then the flag.
+    ///
+    /// # Errors
+    /// A flag value clap did not check (set by hand) that does not apply.
+    pub fn gates(&self, version: KubeVersion) -> Result<FeatureGates, dra_sim::gates::GateError> {
+        let mut gates = FeatureGates::for_version(version);
+        gates.apply_flag(&self.feature_gates)?;
+        Ok(gates)
+    }
+
+    /// The planner's options at `now` (`None`: reservation end times are
+    /// ignored).
+    #[must_use]
+    pub fn plan_options(&self, now: Option<Timestamp>) -> PlanOptions {
+        PlanOptions {
+            expander: self.expander,
+            now,
+            min_reservation_left: self.min_reservation_left,
+        }
+    }
+}
 
 /// A provider endpoint: `NAME=URL`, where NAME is what NodeGroups put in
 /// `spec.provider`.
@@ -43,16 +120,9 @@ impl std::str::FromStr for ProviderEndpoint {
 #[derive(Debug, Clone, Args)]
 #[allow(clippy::struct_excessive_bools)]
 pub struct RunArgs {
-    /// Kubernetes version whose scheduler is modelled (1.34 to 1.37). Default:
-    /// the API server's own version.
-    #[arg(long, env = "DRA_AUTOSCALER_KUBERNETES_VERSION")]
-    pub kubernetes_version: Option<String>,
-
-    /// Feature gates on top of the version's defaults, as kube-scheduler takes
-    /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
-    /// them as your scheduler has them, or the plan and the scheduler disagree.
-    #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
-    pub feature_gates: String,
+    /// The scheduler modelled and the planner's choices.
+    #[command(flatten)]
+    pub plan: PlanArgs,
 
     /// How often to plan even when no pod became unschedulable. Shorter reacts
     /// faster to capacity freed elsewhere at the cost of CPU.
@@ -95,19 +165,6 @@ pub struct RunArgs {
     /// Longest backoff of a node group.
     #[arg(long, env = "DRA_AUTOSCALER_MAX_BACKOFF", default_value = "30m")]
     pub max_backoff: SignedDuration,
-
-    /// How to choose between groups that can all take a gang: `least-cost`,
-    /// `priority` or `least-waste`.
-    #[arg(long, env = "DRA_AUTOSCALER_EXPANDER", default_value = "least-cost")]
-    pub expander: String,
-
-    /// A reservation that ends sooner than this is not used for new nodes.
-    #[arg(
-        long,
-        env = "DRA_AUTOSCALER_MIN_RESERVATION_LEFT",
-        default_value = "1h"
-    )]
-    pub min_reservation_left: SignedDuration,
 
     /// An identical Event (same object, reason and message) is published at
     /// most once per this window.
@@ -276,12 +333,6 @@ impl RunArgs {
                 ),
             });
         }
-        self.expander
-            .parse::<dra_plan::Expander>()
-            .map_err(|message| InvalidArg {
-                flag: "expander",
-                message,
-            })?;
         if !self.dry_run && self.providers.is_empty() {
             return Err(InvalidArg {
                 flag: "provider",
@@ -318,6 +369,12 @@ mod tests {
         assert_eq!(args.expendable_pods_priority_cutoff, -10);
         assert_eq!(args.scan_interval, SignedDuration::from_secs(10));
         assert!(args.leader_elect);
+        assert_eq!(args.plan.expander, Expander::LeastCost);
+        assert_eq!(args.plan.kubernetes_version, None);
+        assert_eq!(
+            args.plan.min_reservation_left,
+            SignedDuration::from_hours(1)
+        );
         assert_eq!(
             args.providers,
             vec![ProviderEndpoint {
@@ -350,8 +407,17 @@ mod tests {
         assert!(bad_url.to_string().contains("http://"), "{bad_url}");
         let args = parse(&["--dry-run", "--renew-deadline", "20s"]).unwrap();
         assert_eq!(args.validate().unwrap_err().flag, "renew-deadline");
-        let args = parse(&["--dry-run", "--expander", "cheapest"]).unwrap();
-        assert_eq!(args.validate().unwrap_err().flag, "expander");
+        // clap refuses an unknown expander or gate before anything runs,
+        // listing what it takes.
+        let expander = parse(&["--dry-run", "--expander", "cheapest"]).unwrap_err();
+        assert!(expander.to_string().contains("least-waste"), "{expander}");
+        let gates = parse(&["--dry-run", "--feature-gates", "DRAMagic=true"]).unwrap_err();
+        assert!(
+            gates.to_string().contains("unknown feature gate"),
+            "{gates}"
+        );
+        let version = parse(&["--dry-run", "--kubernetes-version", "1.20"]).unwrap_err();
+        assert!(version.to_string().contains("1.34 to 1.37"), "{version}");
         let args = parse(&[]).unwrap();
         assert_eq!(args.validate().unwrap_err().flag, "provider");
     }

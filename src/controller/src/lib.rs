@@ -37,7 +37,7 @@ pub mod snapshot;
 pub mod status;
 pub mod watch;
 
-pub use args::RunArgs;
+pub use args::{PlanArgs, RunArgs};
 pub use run::{run, run_until};
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use dra_plan::{Expander, PlanOptions};
 use dra_provider::{ClientConfig, ClientTls, ProviderClient};
 use dra_sim::{FeatureGates, KubeVersion};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -106,8 +105,8 @@ pub async fn connect_providers(args: &RunArgs) -> anyhow::Result<GrpcExecutor> {
 
 /// The scheduler features to model: the flag's version, or the API server's.
 async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<FeatureGates> {
-    let version = match &args.kubernetes_version {
-        Some(v) => v.parse::<KubeVersion>().context("--kubernetes-version")?,
+    let version = match args.plan.kubernetes_version {
+        Some(v) => v,
         None => {
             let info = client
                 .apiserver_version()
@@ -136,10 +135,7 @@ async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<
             }
         }
     };
-    let mut gates = FeatureGates::for_version(version);
-    gates
-        .apply_flag(&args.feature_gates)
-        .context("--feature-gates")?;
+    let gates = args.plan.gates(version).context("--feature-gates")?;
     tracing::info!(kubernetes = %version, "modelling kube-scheduler");
     Ok(gates)
 }
@@ -225,7 +221,6 @@ pub async fn run_until(
         }
     });
 
-    let expander: Expander = args.expander.parse().map_err(anyhow::Error::msg)?;
     let autoscaler = Autoscaler::new(
         client.clone(),
         executor,
@@ -238,11 +233,7 @@ pub async fn run_until(
         metrics.clone(),
         LoopConfig {
             gates,
-            plan: PlanOptions {
-                expander,
-                now: None,
-                min_reservation_left: args.min_reservation_left,
-            },
+            plan: args.plan.plan_options(None),
             new_pod_delay: args.new_pod_scale_up_delay,
             expendable_cutoff: args.expendable_pods_priority_cutoff,
             max_node_provision_time: args.max_node_provision_time,

@@ -177,22 +177,7 @@ impl Planner<'_> {
             .collect();
         for &pod_index in &gang.pending {
             match placed.get(&pod_index) {
-                Some(p) => {
-                    let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
-                    let mut r = self.pod_report(
-                        pod_index,
-                        if p.new_group.is_some() {
-                            Outcome::FitsNewNode
-                        } else {
-                            Outcome::Fits
-                        },
-                        node,
-                        Vec::new(),
-                    );
-                    r.node_group = p.new_group.map(|g| self.groups[g].name.clone());
-                    r.allocations = Some(p.reported.clone());
-                    report.pods.push(r);
-                }
+                Some(p) => report.pods.push(self.placed(p)),
                 None => {
                     let reason = claim_errors.get(&pod_index).cloned().unwrap_or_else(|| {
                         "the gang lands without this member; no node takes it".into()

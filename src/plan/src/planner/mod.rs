@@ -343,6 +343,21 @@ impl Planner<'_> {
         }
     }
 
+    /// The report of a pod the plan placed: `fits` on a node that exists or
+    /// is upcoming, `fits-new-node` with its group on a node the plan opens.
+    fn placed(&self, p: &Placement) -> PodReport {
+        let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
+        let outcome = if p.new_group.is_some() {
+            Outcome::FitsNewNode
+        } else {
+            Outcome::Fits
+        };
+        let mut r = self.pod_report(p.pod_index, outcome, node, Vec::new());
+        r.node_group = p.new_group.map(|g| self.groups[g].name.clone());
+        r.allocations = Some(p.reported.clone());
+        r
+    }
+
     fn unschedulable(&self, pod_index: usize, reasons: Vec<String>) -> PodReport {
         self.pod_report(pod_index, Outcome::Unschedulable, None, reasons)
     }

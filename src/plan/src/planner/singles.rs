@@ -126,26 +126,13 @@ impl Planner<'_> {
                     attempt.errors.get(&pod_index),
                 ) {
                     (Some(p), _, _) => {
-                        let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
-                        let mut r = self.pod_report(
-                            pod_index,
-                            if p.new_group.is_some() {
-                                Outcome::FitsNewNode
-                            } else {
-                                Outcome::Fits
-                            },
-                            node,
-                            Vec::new(),
-                        );
                         if let Some(g) = p.new_group {
-                            r.node_group = Some(self.groups[g].name.clone());
                             nodes_per_group
                                 .entry(g)
                                 .or_default()
                                 .insert(gang.name.clone());
                         }
-                        r.allocations = Some(p.reported.clone());
-                        (GangOutcome::Lands, r)
+                        (GangOutcome::Lands, self.placed(p))
                     }
                     (None, Some(e), _) => (
                         GangOutcome::Waits,
