@@ -45,6 +45,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-fake-provider" (include "dra-autoscaler.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{- define "dra-autoscaler.awsProviderName" -}}
+{{- printf "%s-aws-provider" (include "dra-autoscaler.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* NAME=URL pairs for DRA_AUTOSCALER_PROVIDERS. */}}
 {{- define "dra-autoscaler.providers" -}}
 {{- $list := list -}}
@@ -53,6 +57,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- if .Values.fakeProvider.enabled -}}
 {{- $list = append $list (printf "fake=http://%s.%s.svc:%v" (include "dra-autoscaler.fakeProviderName" .) .Release.Namespace .Values.fakeProvider.port) -}}
+{{- end -}}
+{{- if .Values.awsProvider.enabled -}}
+{{- $list = append $list (printf "aws=http://%s.%s.svc:%v" (include "dra-autoscaler.awsProviderName" .) .Release.Namespace .Values.awsProvider.port) -}}
 {{- end -}}
 {{- join "," $list -}}
 {{- end -}}

@@ -387,6 +387,27 @@ fn chart_lints_and_renders_every_value_set() {
                     Some("fake=http://rel-dra-autoscaler-fake-provider.dra-system.svc:8086")
                 );
             }
+            "aws-provider-values.yaml" => {
+                assert_eq!(
+                    rendered.kinds.get("Deployment"),
+                    Some(&2),
+                    "controller and AWS provider"
+                );
+                assert_eq!(
+                    rendered
+                        .controller_env
+                        .get("DRA_AUTOSCALER_PROVIDERS")
+                        .map(String::as_str),
+                    Some("aws=http://rel-dra-autoscaler-aws-provider.dra-system.svc:8086")
+                );
+                assert!(
+                    text.contains(
+                        "eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/dra-provider-aws"
+                    ),
+                    "the provider's ServiceAccount carries the IRSA annotation"
+                );
+                assert!(text.contains("/usr/local/bin/dra-provider-aws"));
+            }
             "dry-run-values.yaml" => {
                 assert!(rendered.args.dry_run);
                 assert_eq!(rendered.kinds.get("ClusterRole"), None, "rbac.create=false");
@@ -396,5 +417,5 @@ fn chart_lints_and_renders_every_value_set() {
         }
         seen.insert(values);
     }
-    assert_eq!(seen.len(), 4);
+    assert_eq!(seen.len(), 5);
 }

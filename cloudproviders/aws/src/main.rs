@@ -1,0 +1,116 @@
+//! `dra-provider-aws`: serves Auto Scaling groups over externalgrpc + NodeGroupExtensions, or
+//! prints the `NodeGroup` objects the controller needs for them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use dra_provider::{ServeOptions, ServerTls};
+use dra_provider_aws::{Aws, AwsProvider, Config};
+
+/// AWS cloud provider: Auto Scaling groups as node groups, gangs started whole with EC2 Fleet.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Provider configuration (YAML).
+    #[arg(long, env = "DRA_AWS_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// Region; the SDK's default chain (AWS_REGION, profile, IMDS) when absent.
+    #[arg(long, env = "DRA_AWS_REGION", global = true)]
+    region: Option<String>,
+    /// Endpoint of EC2 and Auto Scaling, for an emulator; AWS's own when absent.
+    #[arg(long, env = "DRA_AWS_ENDPOINT_URL", global = true)]
+    endpoint_url: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve the provider over gRPC.
+    Serve {
+        /// Address to serve gRPC on.
+        #[arg(long, env = "DRA_AWS_LISTEN", default_value = "0.0.0.0:8086")]
+        listen: SocketAddr,
+        /// Server certificate (PEM); enables TLS.
+        #[arg(long, env = "DRA_AWS_TLS_CERT", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// Server key (PEM).
+        #[arg(long, env = "DRA_AWS_TLS_KEY", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// CA for client certificates (PEM); enables mTLS.
+        #[arg(long, env = "DRA_AWS_TLS_CLIENT_CA", requires = "tls_cert")]
+        tls_client_ca: Option<PathBuf>,
+        /// Also fill the fields cluster-autoscaler <= 1.34 reads.
+        #[arg(long, env = "DRA_AWS_LEGACY_FIELDS")]
+        legacy_fields: bool,
+    },
+    /// Print the NodeGroup objects (YAML) of every usable group, for `kubectl apply -f -`.
+    PrintNodegroups,
+}
+
+fn nodegroups_yaml(
+    specs: &std::collections::BTreeMap<String, dra_api::NodeGroupSpec>,
+) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for (name, spec) in specs {
+        let object = dra_api::NodeGroup::new(name, spec.clone());
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&object).context("rendering NodeGroup YAML")?);
+    }
+    Ok(out)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let args = Args::parse();
+    let config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    let aws = Aws::from_env(args.region.clone(), args.endpoint_url.clone()).await;
+    let provider = AwsProvider::new(aws, config);
+    match args.command {
+        Command::PrintNodegroups => {
+            let specs = provider.specs().await?;
+            for (group, reason) in provider.unusable_groups().await? {
+                eprintln!("# skipped {group}: {reason}");
+            }
+            print!("{}", nodegroups_yaml(&specs)?);
+        }
+        Command::Serve {
+            listen,
+            tls_cert,
+            tls_key,
+            tls_client_ca,
+            legacy_fields,
+        } => {
+            let tls = tls_cert.zip(tls_key).map(|(cert, key)| ServerTls {
+                cert,
+                key,
+                client_ca: tls_client_ca,
+            });
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("binding {listen}"))?;
+            let shutdown = async {
+                let _ = tokio::signal::ctrl_c().await;
+            };
+            dra_provider::serve(
+                std::sync::Arc::new(provider),
+                listener,
+                ServeOptions { tls, legacy_fields },
+                shutdown,
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
