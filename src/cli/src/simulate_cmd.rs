@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dra_controller::PlanArgs;
+use dra_plan::gang_apis::GangApisFound;
+use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
 use dra_plan::{PlanOptions, PlanReport};
 use dra_sim::report::Report;
-use dra_sim::{FeatureGates, KubeVersion, Loader};
+use dra_sim::{ClusterObjects, FeatureGates, KubeVersion, Loader};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::input;
@@ -23,13 +25,14 @@ pub enum OutputFormat {
 }
 
 /// What `simulate` produced: a placement of pending pods on existing nodes,
-/// or, when the input has NodeGroups, a scale-up plan.
+/// or, when the input has NodeGroups, a scale-up plan and what scale-down
+/// would remove.
 #[derive(Debug, Clone)]
 pub enum SimulateOutput {
     /// Pods placed on existing nodes only.
     Pods(Report),
-    /// A plan over node groups.
-    Plan(PlanReport),
+    /// A plan over node groups, and the scale-down analysis after it.
+    Plan(PlanReport, ScaleDownReport),
 }
 
 impl SimulateOutput {
@@ -40,9 +43,32 @@ impl SimulateOutput {
     pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
         match self {
             SimulateOutput::Pods(r) => serde_json::to_value(r),
-            SimulateOutput::Plan(r) => serde_json::to_value(r),
+            SimulateOutput::Plan(plan, scale_down) => plan_json(plan, scale_down),
         }
     }
+
+    /// The report as `-o text` prints it.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        match self {
+            SimulateOutput::Pods(r) => r.to_text(),
+            SimulateOutput::Plan(plan, scale_down) => plan.to_text() + &scale_down.to_text(),
+        }
+    }
+}
+
+/// The plan's JSON with the scale-down keys (`scaleDowns`, `scaleDownBlocked`) added.
+fn plan_json(
+    plan: &PlanReport,
+    scale_down: &ScaleDownReport,
+) -> serde_json::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(plan)?;
+    if let (Some(map), serde_json::Value::Object(more)) =
+        (value.as_object_mut(), serde_json::to_value(scale_down)?)
+    {
+        map.extend(more);
+    }
+    Ok(value)
 }
 
 /// Flags of `simulate`.
@@ -56,8 +82,9 @@ pub struct SimulateArgs {
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: OutputFormat,
 
-    /// The time to plan at (RFC 3339), for reservation end times. Without it,
-    /// end times are ignored (a simulation reads no clock).
+    /// The time to plan at, for reservation end times: an RFC 3339 time
+    /// (2026-12-01T00:00:00Z), or `none` to ignore end times (output that does
+    /// not depend on the clock). Default: the current time.
     #[arg(long, env = "DRA_AUTOSCALER_NOW")]
     pub now: Option<String>,
 
@@ -68,53 +95,101 @@ pub struct SimulateArgs {
 }
 
 impl SimulateArgs {
-    /// The gates these flags select: `--kubernetes-version`'s (default the
-    /// newest modelled), then `--feature-gates`.
-    ///
-    /// # Errors
-    /// A gate list that does not apply (clap checks it when parsed).
-    pub fn gates(&self) -> anyhow::Result<FeatureGates> {
-        let version = self.plan.kubernetes_version.unwrap_or(KubeVersion::NEWEST);
-        self.plan.gates(version).context("--feature-gates")
+    /// `--kubernetes-version`, or the newest release modelled.
+    fn version(&self) -> KubeVersion {
+        self.plan.kubernetes_version.unwrap_or(KubeVersion::NEWEST)
     }
 
-    /// Planner options from the flags.
+    /// The gates these flags select: the version's defaults, then
+    /// `--feature-gates`, with `--dra-filter-timeout`.
     ///
     /// # Errors
-    /// A `--now` that is not an RFC 3339 time.
-    pub fn plan_options(&self) -> anyhow::Result<PlanOptions> {
-        let now = self
-            .now
-            .as_deref()
-            .map(str::parse::<Timestamp>)
-            .transpose()
-            .context("--now: expected an RFC 3339 time such as 2026-12-01T00:00:00Z")?;
+    /// A flag value that does not apply (clap checks them when parsed).
+    pub fn gates(&self) -> anyhow::Result<FeatureGates> {
+        self.plan
+            .gates(self.version())
+            .context("--feature-gates, --dra-filter-timeout")
+    }
+
+    /// The gates to plan `objects` with: the version's defaults, the gang gates
+    /// the objects show the cluster runs (see [`dra_plan::gang_apis`]), then
+    /// `--feature-gates`. Also returns the line saying which gang APIs were
+    /// found and used, if any was found.
+    ///
+    /// # Errors
+    /// A flag value that does not apply (clap checks them when parsed).
+    pub fn planning_gates(
+        &self,
+        objects: &ClusterObjects,
+    ) -> anyhow::Result<(FeatureGates, Option<String>)> {
+        let found =
+            GangApisFound::in_objects(&objects.extra, &objects.pods, &objects.pod_workload_refs);
+        let resolved = self
+            .plan
+            .planning_gates(self.version(), &found)
+            .context("--feature-gates, --dra-filter-timeout")?;
+        Ok((resolved.gates, resolved.summary))
+    }
+
+    /// Planner options from the flags, planning at `clock` unless `--now`
+    /// says otherwise.
+    ///
+    /// # Errors
+    /// A `--now` that is neither an RFC 3339 time nor `none`.
+    pub fn plan_options(&self, clock: Timestamp) -> anyhow::Result<PlanOptions> {
+        let now = match self.now.as_deref().map(str::trim) {
+            None => Some(clock),
+            Some("none") => None,
+            Some(time) => Some(time.parse::<Timestamp>().context(
+                "--now: expected an RFC 3339 time such as 2026-12-01T00:00:00Z, or none",
+            )?),
+        };
         Ok(self.plan.plan_options(now))
     }
 
     /// Loads the snapshot and simulates (or plans, when NodeGroups are in the
-    /// input), without printing. Returns the report and a note on skipped kinds.
+    /// input, at the current time unless `--now` says otherwise), without
+    /// printing. Returns the report and notes for stderr (skipped kinds, the
+    /// gang APIs found).
     ///
     /// # Errors
     /// Bad flags or unreadable input.
-    pub fn simulate(&self) -> anyhow::Result<(SimulateOutput, Option<String>)> {
-        let gates = self.gates()?;
-        let options = self.plan_options()?;
+    pub fn simulate(&self) -> anyhow::Result<(SimulateOutput, Vec<String>)> {
+        // The CLI reads the clock; the planner only ever gets a time.
+        let options = self.plan_options(Timestamp::now())?;
         let mut loader = Loader::new();
         loader.keep_kind("dra-autoscaler.io", "NodeGroup");
         loader.keep_kind("apps", "DaemonSet");
+        let (pdb_group, pdb_kind) = dra_plan::scaledown::pdb::PDB_KIND;
+        loader.keep_kind(pdb_group, pdb_kind);
         for (group, kind) in dra_plan::gang::GANG_KINDS {
             loader.keep_kind(group, kind);
         }
         let loaded = input::load(&self.paths, loader)?;
-        let note = loaded.skipped_note();
+        let mut notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
+            .into_iter()
+            .flatten()
+            .collect();
         let has_groups = loaded.objects.extra.iter().any(|o| o.kind == "NodeGroup");
         let output = if has_groups {
-            SimulateOutput::Plan(dra_plan::plan(loaded.objects, gates, &options))
+            let (gates, gang_apis) = self.planning_gates(&loaded.objects)?;
+            notes.extend(gang_apis);
+            let plan = dra_plan::plan(loaded.objects.clone(), gates, &options);
+            // No history offline: every underused node counts as unneeded for long enough.
+            let scale_down = dra_plan::scaledown::analyse(
+                loaded.objects,
+                gates,
+                &plan,
+                &ScaleDownOptions {
+                    now: options.now,
+                    ..ScaleDownOptions::default()
+                },
+            );
+            SimulateOutput::Plan(plan, scale_down)
         } else {
-            SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, gates))
+            SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, self.gates()?))
         };
-        Ok((output, note))
+        Ok((output, notes))
     }
 
     /// Runs the command: the report goes to stdout, notes to stderr.
@@ -122,8 +197,8 @@ impl SimulateArgs {
     /// # Errors
     /// Bad flags, unreadable input, or stdout closed.
     pub fn run(self) -> anyhow::Result<()> {
-        let (report, note) = self.simulate()?;
-        if let Some(note) = note {
+        let (report, notes) = self.simulate()?;
+        for note in notes {
             tracing::info!(note, "input");
             eprintln!("note: {note}");
         }
@@ -131,11 +206,10 @@ impl SimulateArgs {
             (OutputFormat::Json, SimulateOutput::Pods(r)) => {
                 serde_json::to_string_pretty(r)? + "\n"
             }
-            (OutputFormat::Json, SimulateOutput::Plan(r)) => {
-                serde_json::to_string_pretty(r)? + "\n"
+            (OutputFormat::Json, SimulateOutput::Plan(plan, scale_down)) => {
+                serde_json::to_string_pretty(&plan_json(plan, scale_down)?)? + "\n"
             }
-            (OutputFormat::Text, SimulateOutput::Pods(r)) => r.to_text(),
-            (OutputFormat::Text, SimulateOutput::Plan(r)) => r.to_text(),
+            (OutputFormat::Text, report) => report.to_text(),
         };
         std::io::stdout()
             .lock()

@@ -5,12 +5,14 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
+use dra_plan::gang_apis::{GangApisFound, ResolvedGates};
 use dra_plan::{Expander, PlanOptions};
+use dra_sim::gates::GateError;
 use dra_sim::{FeatureGates, KubeVersion};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-/// Flags `simulate` and `run` both take: the scheduler modelled (version and
-/// feature gates) and how the planner chooses (expander, reservation
+/// Flags `simulate` and `run` both take: the scheduler modelled (version,
+/// feature gates, DRA filter timeout) and how the planner chooses (expander, reservation
 /// horizon). Defined once so both commands spell, default and check them
 /// alike; a bad value is refused by clap before anything runs.
 #[derive(Debug, Clone, Args)]
@@ -24,6 +26,17 @@ pub struct PlanArgs {
     /// Feature gates on top of the version's defaults, as kube-scheduler takes
     /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
     /// them as your scheduler has them, or the plan and the scheduler disagree.
+    /// Known gates: DRAAdminAccess, DRAPrioritizedList, DRAPartitionableDevices,
+    /// DRADeviceTaints, DRADeviceTaintRules, DRADeviceBindingConditions,
+    /// DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
+    /// DRAFractionalCapacityRange, DRAListTypeAttributes, DRAExtendedResource,
+    /// DRADeviceCompatibilityGroups, DRAOptionalNodeOperations, GenericWorkload,
+    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout.
+    /// Gang scheduling (GenericWorkload, GangScheduling,
+    /// TopologyAwareWorkloadScheduling) is turned on when the cluster serves
+    /// the scheduling.k8s.io Workload/PodGroup API (`run`) or the input holds
+    /// such objects or pods linked to them (`simulate`), unless this flag
+    /// turns it off.
     #[arg(
         long,
         env = "DRA_AUTOSCALER_FEATURE_GATES",
@@ -31,6 +44,21 @@ pub struct PlanArgs {
         value_parser = feature_gates_flag
     )]
     pub feature_gates: String,
+
+    /// The DynamicResources plugin's `filterTimeout` as your scheduler has it
+    /// (upstream default 10s, with the `DRASchedulerFilterTimeout` gate; `0s`
+    /// disables): one pod's device allocation on one candidate node stops
+    /// there and the node counts as "timed out trying to allocate devices",
+    /// so one pathological claim never stalls a plan. Modelled as a work
+    /// bound (1,000 search steps per millisecond).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT",
+        default_value = "10s",
+        value_parser = not_negative,
+        allow_hyphen_values = true
+    )]
+    pub dra_filter_timeout: SignedDuration,
 
     /// How to choose between node groups that can all take a gang.
     #[arg(
@@ -61,15 +89,47 @@ fn feature_gates_flag(value: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
+/// A duration flag that may be zero but not negative.
+fn not_negative(value: &str) -> Result<SignedDuration, String> {
+    let duration: SignedDuration = value.parse().map_err(|e| format!("{e}"))?;
+    if duration.is_negative() {
+        return Err(format!("must not be negative, got {value}"));
+    }
+    Ok(duration)
+}
+
 impl PlanArgs {
-    /// The scheduler's feature gates: `version`'s defaults, then the flag.
+    /// The scheduler's feature gates: `version`'s defaults, then
+    /// `--feature-gates`, with `--dra-filter-timeout`.
     ///
     /// # Errors
     /// A flag value clap did not check (set by hand) that does not apply.
-    pub fn gates(&self, version: KubeVersion) -> Result<FeatureGates, dra_sim::gates::GateError> {
+    pub fn gates(&self, version: KubeVersion) -> Result<FeatureGates, GateError> {
         let mut gates = FeatureGates::for_version(version);
         gates.apply_flag(&self.feature_gates)?;
+        gates.set_dra_filter_timeout(self.dra_filter_timeout)?;
         Ok(gates)
+    }
+
+    /// The gates to plan with: `version`'s defaults, the gang gates `found`
+    /// shows the cluster runs (see [`dra_plan::gang_apis`]), then
+    /// `--feature-gates`, which always wins; with `--dra-filter-timeout`.
+    /// Also says which gang gates were turned on and the line naming the
+    /// gang APIs found and used.
+    ///
+    /// # Errors
+    /// A flag value clap did not check (set by hand) that does not apply.
+    pub fn planning_gates(
+        &self,
+        version: KubeVersion,
+        found: &GangApisFound,
+    ) -> Result<ResolvedGates, GateError> {
+        let mut resolved =
+            found.resolve_gates(FeatureGates::for_version(version), &self.feature_gates)?;
+        resolved
+            .gates
+            .set_dra_filter_timeout(self.dra_filter_timeout)?;
+        Ok(resolved)
     }
 
     /// The planner's options at `now` (`None`: reservation end times are
@@ -262,9 +322,71 @@ pub struct RunArgs {
     pub provider_timeout: SignedDuration,
 
     /// Plan, write status and publish Events, but send scale-ups to an
-    /// in-memory provider instead of a real one.
+    /// in-memory provider instead of a real one (and remove no node).
     #[arg(long, env = "DRA_AUTOSCALER_DRY_RUN")]
     pub dry_run: bool,
+
+    /// Remove nodes that stay underused and whose pods can all move elsewhere.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_ENABLED",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub scale_down_enabled: bool,
+
+    /// How long a node must be unneeded before it is removed (a NodeGroup's
+    /// `spec.scaleDown.unneededTime` overrides it).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_UNNEEDED_TIME",
+        default_value = "10m"
+    )]
+    pub scale_down_unneeded_time: SignedDuration,
+
+    /// The same for a node with no pod to move (`spec.scaleDown.emptyUnneededTime`).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_EMPTY_UNNEEDED_TIME",
+        default_value = "1m"
+    )]
+    pub scale_down_empty_unneeded_time: SignedDuration,
+
+    /// A node whose highest utilisation (CPU, memory, each DRA pool's devices
+    /// and shared counters) is below this fraction is underused
+    /// (`spec.scaleDown.utilizationThreshold` overrides it).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_UTILIZATION_THRESHOLD",
+        default_value_t = 0.5
+    )]
+    pub scale_down_utilization_threshold: f64,
+
+    /// No node is removed for this long after a scale-up.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_DELAY_AFTER_ADD",
+        default_value = "10m"
+    )]
+    pub scale_down_delay_after_add: SignedDuration,
+
+    /// At most this many nodes are being removed at once.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MAX_SCALE_DOWN_PARALLELISM",
+        default_value_t = 10
+    )]
+    pub max_scale_down_parallelism: usize,
+
+    /// How long evicting a node's pods (respecting PodDisruptionBudgets) and
+    /// waiting for them to terminate may take; past it the removal is given
+    /// up and the node untainted.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MAX_GRACEFUL_TERMINATION",
+        default_value = "10m"
+    )]
+    pub max_graceful_termination: SignedDuration,
 }
 
 /// A flag value that cannot be used.
@@ -291,6 +413,7 @@ impl RunArgs {
             ("renew-deadline", self.renew_deadline),
             ("retry-period", self.retry_period),
             ("provider-timeout", self.provider_timeout),
+            ("max-graceful-termination", self.max_graceful_termination),
         ];
         for (flag, value) in positive {
             if !value.is_positive() {
@@ -299,6 +422,33 @@ impl RunArgs {
                     message: format!("must be positive, got {value:#}"),
                 });
             }
+        }
+        for (flag, value) in [
+            ("scale-down-unneeded-time", self.scale_down_unneeded_time),
+            (
+                "scale-down-empty-unneeded-time",
+                self.scale_down_empty_unneeded_time,
+            ),
+            (
+                "scale-down-delay-after-add",
+                self.scale_down_delay_after_add,
+            ),
+        ] {
+            if value.is_negative() {
+                return Err(InvalidArg {
+                    flag,
+                    message: "must not be negative".into(),
+                });
+            }
+        }
+        if !(0.0..=1.0).contains(&self.scale_down_utilization_threshold) {
+            return Err(InvalidArg {
+                flag: "scale-down-utilization-threshold",
+                message: format!(
+                    "must be a fraction between 0 and 1, got {}",
+                    self.scale_down_utilization_threshold
+                ),
+            });
         }
         if self.new_pod_scale_up_delay.is_negative() {
             return Err(InvalidArg {
@@ -363,6 +513,30 @@ mod tests {
     }
 
     #[test]
+    fn planning_gates_follow_the_gang_api_then_the_flag_with_the_filter_timeout() {
+        let served = GangApisFound::served([("scheduling.k8s.io/v1beta1", "PodGroup")]);
+        let version: KubeVersion = "1.35".parse().unwrap();
+        let args = parse(&["--dry-run", "--dra-filter-timeout", "250ms"]).unwrap();
+        let resolved = args.plan.planning_gates(version, &served).unwrap();
+        assert!(resolved.gates.generic_workload && resolved.gates.gang_scheduling);
+        assert_eq!(resolved.gates.dra_filter_timeout_ms, 250);
+        assert!(resolved.summary.is_some());
+        // The flag wins over what the cluster serves.
+        let off = parse(&["--dry-run", "--feature-gates", "GenericWorkload=false"]).unwrap();
+        let resolved = off.plan.planning_gates(version, &served).unwrap();
+        assert!(!resolved.gates.generic_workload);
+        assert_eq!(resolved.gates.dra_filter_timeout_ms, 10_000);
+        // Nothing served: the version's defaults, as `gates` gives them.
+        let none = GangApisFound::served([]);
+        assert_eq!(
+            off.plan.planning_gates(version, &none).unwrap().gates,
+            off.plan.gates(version).unwrap()
+        );
+        let negative = parse(&["--dry-run", "--dra-filter-timeout", "-1s"]).unwrap_err();
+        assert!(negative.to_string().contains("negative"), "{negative}");
+    }
+
+    #[test]
     fn defaults_match_cluster_autoscaler_where_it_has_one() {
         let args = parse(&["--provider", "fake=http://127.0.0.1:8086"]).unwrap();
         assert_eq!(args.max_node_provision_time, SignedDuration::from_mins(15));
@@ -420,5 +594,26 @@ mod tests {
         assert!(version.to_string().contains("1.34 to 1.37"), "{version}");
         let args = parse(&[]).unwrap();
         assert_eq!(args.validate().unwrap_err().flag, "provider");
+        let args = parse(&["--dry-run", "--scale-down-utilization-threshold", "1.5"]).unwrap();
+        assert_eq!(
+            args.validate().unwrap_err().flag,
+            "scale-down-utilization-threshold"
+        );
+    }
+
+    #[test]
+    fn scale_down_defaults_follow_cluster_autoscaler() {
+        let args = parse(&["--dry-run"]).unwrap();
+        assert!(args.scale_down_enabled);
+        assert_eq!(args.scale_down_unneeded_time, SignedDuration::from_mins(10));
+        assert_eq!(
+            args.scale_down_delay_after_add,
+            SignedDuration::from_mins(10)
+        );
+        assert_eq!(args.scale_down_utilization_threshold, 0.5);
+        assert_eq!(args.max_scale_down_parallelism, 10);
+        assert_eq!(args.max_graceful_termination, SignedDuration::from_mins(10));
+        let off = parse(&["--dry-run", "--scale-down-enabled", "false"]).unwrap();
+        assert!(!off.scale_down_enabled);
     }
 }

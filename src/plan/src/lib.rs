@@ -5,9 +5,11 @@
 //! never an action. No I/O, no clock, no threads.
 
 pub mod gang;
+pub mod gang_apis;
 pub mod groups;
 pub mod planner;
 pub mod report;
+pub mod scaledown;
 #[cfg(feature = "testing")]
 pub mod testing;
 
