@@ -42,20 +42,7 @@ impl Planner<'_> {
             return;
         }
 
-        // Resolve claims once; a member whose claims cannot be resolved can
-        // never be placed.
-        let mut claims: BTreeMap<usize, PodClaims> = BTreeMap::new();
-        let mut claim_errors: BTreeMap<usize, String> = BTreeMap::new();
-        for &pod_index in &gang.pending {
-            match self.snapshot.resolve_claims(pod_index) {
-                Ok(c) => {
-                    claims.insert(pod_index, c);
-                }
-                Err(e) => {
-                    claim_errors.insert(pod_index, e);
-                }
-            }
-        }
+        let (claims, claim_errors) = self.resolve_claims(&gang.pending);
 
         // The domains are read before phantom nodes join the snapshot; the
         // attempts see the phantoms, the plan is replayed without them.

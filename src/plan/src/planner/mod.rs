@@ -434,6 +434,28 @@ impl Planner<'_> {
         }
     }
 
+    /// Resolves the claims of `pods` once, before any is tried: those whose
+    /// claims PreFilter refuses (on every node) are in the second map with
+    /// why, and are never tried.
+    fn resolve_claims(
+        &mut self,
+        pods: &[usize],
+    ) -> (BTreeMap<usize, PodClaims>, BTreeMap<usize, String>) {
+        let mut claims = BTreeMap::new();
+        let mut errors = BTreeMap::new();
+        for &pod_index in pods {
+            match self.snapshot.resolve_claims(pod_index) {
+                Ok(c) => {
+                    claims.insert(pod_index, c);
+                }
+                Err(e) => {
+                    errors.insert(pod_index, e);
+                }
+            }
+        }
+        (claims, errors)
+    }
+
     /// Binds a pod on a node and records the placement in `attempt`.
     fn place(
         &mut self,

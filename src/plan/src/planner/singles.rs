@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dra_sim::report::Outcome;
-use dra_sim::snapshot::PodClaims;
 
 use super::domains::Domain;
 use super::{Attempt, Placement, Planner, ScaleUps};
@@ -21,28 +20,16 @@ impl Planner<'_> {
         report: &mut PlanReport,
         scale_ups: &mut ScaleUps,
     ) {
-        let mut claims: BTreeMap<usize, PodClaims> = BTreeMap::new();
-        let mut claim_errors: BTreeMap<usize, String> = BTreeMap::new();
-        for gang in singles {
-            for &pod_index in &gang.pending {
-                match self.snapshot.resolve_claims(pod_index) {
-                    Ok(c) => {
-                        claims.insert(pod_index, c);
-                    }
-                    Err(e) => {
-                        claim_errors.insert(pod_index, e);
-                    }
-                }
-            }
-        }
+        let pending: Vec<usize> = singles
+            .iter()
+            .flat_map(|g| g.pending.iter().copied())
+            .collect();
+        let (claims, claim_errors) = self.resolve_claims(&pending);
         let batch = Gang {
             api: GangApi::Single,
             name: GangRef::default(),
             min_count: 0,
-            pending: singles
-                .iter()
-                .flat_map(|g| g.pending.iter().copied())
-                .collect(),
+            pending,
             bound: 0,
             topology_key: None,
             blocked: None,
