@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use dra_provider::logging::{self, LogFormat};
 use dra_provider::{ServeOptions, ServerTls};
 use dra_provider_aws::{Aws, AwsProvider, Config};
 
@@ -22,6 +23,14 @@ struct Args {
     /// Endpoint of EC2 and Auto Scaling, for an emulator; AWS's own when absent.
     #[arg(long, env = "DRA_AWS_ENDPOINT_URL", global = true)]
     endpoint_url: Option<String>,
+    /// Log format: text or json (level: RUST_LOG, default info).
+    #[arg(
+        long,
+        env = "DRA_AWS_LOG_FORMAT",
+        default_value = "text",
+        global = true
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -64,13 +73,8 @@ fn nodegroups_yaml(
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let args = Args::parse();
+    logging::init(args.log_format)?;
     let config = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use dra_provider::logging::{self, LogFormat};
 use dra_provider::{ServeOptions, ServerTls};
 use dra_provider_gce::{Config, Connection, Gce, GceProvider};
 
@@ -23,6 +24,14 @@ struct Args {
     /// Send no credentials (only for a local stand-in).
     #[arg(long, env = "DRA_GCE_ANONYMOUS", global = true)]
     anonymous: bool,
+    /// Log format: text or json (level: RUST_LOG, default info).
+    #[arg(
+        long,
+        env = "DRA_GCE_LOG_FORMAT",
+        default_value = "text",
+        global = true
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -66,13 +75,8 @@ fn nodegroups_yaml(
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let args = Args::parse();
+    logging::init(args.log_format)?;
     let config = Config::load(&args.config)?;
     let connection = Connection {
         endpoint: args.endpoint.clone(),

@@ -20,7 +20,7 @@ pub mod client;
 pub mod convert;
 pub mod error;
 pub mod k8s_proto;
-pub mod logging;
+pub use dra_logging as logging;
 pub mod model;
 pub mod provider;
 pub mod server;

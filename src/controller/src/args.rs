@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
+use dra_sim::selectors::is_dns1123_subdomain;
+use dra_sim::{FeatureGates, KubeVersion};
 use k8s_openapi::jiff::SignedDuration;
 
 /// A provider endpoint: `NAME=URL`, where NAME is what NodeGroups put in
@@ -298,6 +300,7 @@ impl RunArgs {
     /// # Errors
     /// The first inconsistent flag.
     pub fn validate(&self) -> Result<(), InvalidArg> {
+        self.validate_cluster_and_provider_flags()?;
         let positive = [
             ("scan-interval", self.scan_interval),
             ("max-node-provision-time", self.max_node_provision_time),
@@ -391,6 +394,106 @@ impl RunArgs {
         }
         Ok(())
     }
+
+    /// The flags about the modelled scheduler, leader election, Events and providers, checked
+    /// as their users would check them later (after watches had started): the same parsers,
+    /// run once up front.
+    fn validate_cluster_and_provider_flags(&self) -> Result<(), InvalidArg> {
+        let invalid = |flag: &'static str, message: String| InvalidArg { flag, message };
+        let version = match &self.kubernetes_version {
+            Some(text) => text
+                .parse::<KubeVersion>()
+                .map_err(|e| invalid("kubernetes-version", e.to_string()))?,
+            None => KubeVersion::NEWEST,
+        };
+        // Gate names are the same in every modelled version; the API server's own version
+        // (when the flag is absent) is only known once connected.
+        FeatureGates::for_version(version)
+            .apply_flag(&self.feature_gates)
+            .map_err(|e| invalid("feature-gates", e.to_string()))?;
+        for (flag, value) in [
+            ("dra-filter-timeout", self.dra_filter_timeout),
+            ("min-reservation-left", self.min_reservation_left),
+            ("event-dedup-window", self.event_dedup_window),
+        ] {
+            if value.is_negative() {
+                return Err(invalid(
+                    flag,
+                    format!("must not be negative, got {value:#}"),
+                ));
+            }
+        }
+        if !is_dns1123_subdomain(&self.lease_name) {
+            return Err(invalid(
+                "lease-name",
+                format!(
+                    "{:?} is not a valid object name (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.')",
+                    self.lease_name
+                ),
+            ));
+        }
+        if !is_dns1123_subdomain(&self.lease_namespace)
+            || self.lease_namespace.contains('.')
+            || self.lease_namespace.len() > 63
+        {
+            return Err(invalid(
+                "lease-namespace",
+                format!(
+                    "{:?} is not a valid namespace (a DNS-1123 label: lowercase letters, digits and '-', at most 63)",
+                    self.lease_namespace
+                ),
+            ));
+        }
+        if self
+            .identity
+            .as_deref()
+            .is_some_and(|i| i.trim().is_empty())
+        {
+            return Err(invalid("identity", "must not be empty".into()));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for endpoint in &self.providers {
+            if !names.insert(endpoint.name.as_str()) {
+                return Err(invalid(
+                    "provider",
+                    format!("provider {:?} is given twice", endpoint.name),
+                ));
+            }
+        }
+        if self.provider_ca_cert.is_none() {
+            // TLS is turned on by the CA bundle; without it these would be silently unused.
+            for (flag, given) in [
+                ("provider-client-cert", self.provider_client_cert.is_some()),
+                (
+                    "provider-tls-server-name",
+                    self.provider_tls_server_name.is_some(),
+                ),
+            ] {
+                if given {
+                    return Err(invalid(
+                        flag,
+                        "needs --provider-ca-cert (TLS with providers is on only with a CA bundle)"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        for (flag, path) in [
+            ("provider-ca-cert", &self.provider_ca_cert),
+            ("provider-client-cert", &self.provider_client_cert),
+            ("provider-client-key", &self.provider_client_key),
+        ] {
+            if let Some(path) = path
+                && let Err(error) = std::fs::metadata(path)
+            {
+                return Err(invalid(
+                    flag,
+                    format!("cannot read {}: {error}", path.display()),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -459,6 +562,76 @@ mod tests {
             args.validate().unwrap_err().flag,
             "scale-down-utilization-threshold"
         );
+    }
+
+    #[test]
+    fn cluster_and_provider_flags_are_checked_before_anything_starts() {
+        let refused = |extra: &[&str]| {
+            let mut argv = vec!["--dry-run"];
+            argv.extend_from_slice(extra);
+            parse(&argv).unwrap().validate().unwrap_err()
+        };
+        // Outside the modelled 1.34-1.37.
+        let e = refused(&["--kubernetes-version", "1.29"]);
+        assert_eq!(e.flag, "kubernetes-version");
+        assert!(
+            e.to_string().starts_with("invalid --kubernetes-version: "),
+            "{e}"
+        );
+        assert_eq!(
+            refused(&["--kubernetes-version", "v1"]).flag,
+            "kubernetes-version"
+        );
+        // kube-scheduler's own syntax, and only gates the scheduler has.
+        let e = refused(&["--feature-gates", "DRAAdminAccess=yes"]);
+        assert_eq!(e.flag, "feature-gates");
+        assert!(e.message.contains("DRAAdminAccess=yes"), "{e}");
+        assert_eq!(
+            refused(&["--feature-gates", "NoSuchGate=true"]).flag,
+            "feature-gates"
+        );
+        assert_eq!(
+            refused(&["--dra-filter-timeout=-1s"]).flag,
+            "dra-filter-timeout"
+        );
+        assert_eq!(
+            refused(&["--event-dedup-window=-1m"]).flag,
+            "event-dedup-window"
+        );
+        // Object names as the API server validates them.
+        assert_eq!(refused(&["--lease-name", "Not_A_Name"]).flag, "lease-name");
+        assert_eq!(
+            refused(&["--lease-namespace", "kube.system"]).flag,
+            "lease-namespace"
+        );
+        assert_eq!(refused(&["--identity", " "]).flag, "identity");
+        let e = refused(&["--provider", "fake=http://a:1,fake=http://b:2"]);
+        assert_eq!(
+            (e.flag, e.message.as_str()),
+            ("provider", "provider \"fake\" is given twice")
+        );
+        // TLS settings that would be silently unused, and files that are not there.
+        assert_eq!(
+            refused(&["--provider-tls-server-name", "provider.example"]).flag,
+            "provider-tls-server-name"
+        );
+        let e = refused(&["--provider-ca-cert", "/nonexistent/ca.pem"]);
+        assert_eq!(e.flag, "provider-ca-cert");
+        assert!(e.message.contains("/nonexistent/ca.pem"), "{e}");
+
+        let fine = parse(&[
+            "--dry-run",
+            "--kubernetes-version",
+            "1.35",
+            "--feature-gates",
+            "DRAPartitionableDevices=false, DRAListTypeAttributes=true",
+            "--dra-filter-timeout",
+            "0s",
+            "--lease-namespace",
+            "autoscaling",
+        ])
+        .unwrap();
+        assert_eq!(fine.validate(), Ok(()));
     }
 
     #[test]
