@@ -170,22 +170,32 @@ async fn status_applied_with_a_resource_version_is_conditional_and_drops_release
         1
     );
 
-    // The current one: backoffUntil and lastScaleUp, no longer applied, are removed.
+    // The current one: backoffUntil, no longer applied, is removed; targetSize, set by
+    // someone else, stays.
+    let last = json!({"time": "2026-12-01T09:00:00Z", "count": 2, "outcome": "Failed"});
     let second = api
         .patch_status(
             "gpu",
             &apply,
             &Patch::Apply(config(
                 merged.metadata.resource_version.clone(),
-                json!({"currentSize": 3, "upcomingSize": 0}),
+                json!({"currentSize": 3, "upcomingSize": 0, "lastScaleUp": last}),
             )),
         )
         .await
         .unwrap();
+    let status = &second.data["status"];
+    assert_eq!(status.get("backoffUntil"), None, "{status}");
     assert_eq!(
-        second.data["status"],
-        json!({"currentSize": 3, "upcomingSize": 0, "targetSize": 3})
+        (
+            &status["currentSize"],
+            &status["upcomingSize"],
+            &status["targetSize"]
+        ),
+        (&json!(3), &json!(0), &json!(3)),
+        "{status}"
     );
+    assert_eq!(status["lastScaleUp"]["outcome"], "Failed", "{status}");
     let owners: Vec<(String, Option<String>)> = second
         .metadata
         .managed_fields
@@ -205,7 +215,7 @@ async fn status_applied_with_a_resource_version_is_conditional_and_drops_release
             &apply,
             &Patch::Apply(config(
                 second.metadata.resource_version.clone(),
-                json!({"currentSize": 3, "upcomingSize": 0}),
+                json!({"currentSize": 3, "upcomingSize": 0, "lastScaleUp": last}),
             )),
         )
         .await
