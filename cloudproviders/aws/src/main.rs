@@ -24,6 +24,14 @@ struct Args {
     /// Endpoint of EC2 and Auto Scaling, for an emulator; AWS's own when absent.
     #[arg(long, env = "DRA_AWS_ENDPOINT_URL", global = true)]
     endpoint_url: Option<String>,
+    /// Log format: text or json (level: RUST_LOG, default info).
+    #[arg(
+        long,
+        env = "DRA_AWS_LOG_FORMAT",
+        default_value = "text",
+        global = true
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -38,10 +46,10 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    logging::init(LogFormat::Text)?;
     let args: Args = parse_with(Args::command().mut_subcommand("serve", |serve| {
         ServeArgs::with_env(serve, "DRA_AWS", "0.0.0.0:8086")
     }));
+    logging::init(args.log_format)?;
     let config = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),

@@ -26,6 +26,14 @@ struct Args {
     /// Send no credentials (only for a local stand-in).
     #[arg(long, env = "DRA_GCE_ANONYMOUS", global = true)]
     anonymous: bool,
+    /// Log format: text or json (level: RUST_LOG, default info).
+    #[arg(
+        long,
+        env = "DRA_GCE_LOG_FORMAT",
+        default_value = "text",
+        global = true
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -40,10 +48,10 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    logging::init(LogFormat::Text)?;
     let args: Args = parse_with(Args::command().mut_subcommand("serve", |serve| {
         ServeArgs::with_env(serve, "DRA_GCE", "0.0.0.0:8086")
     }));
+    logging::init(args.log_format)?;
     let config = Config::load(&args.config)?;
     let connection = Connection {
         endpoint: args.endpoint.clone(),

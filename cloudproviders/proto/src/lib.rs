@@ -26,7 +26,7 @@ pub mod convert;
 pub mod error;
 pub mod groups;
 pub mod k8s_proto;
-pub mod logging;
+pub use dra_logging as logging;
 pub mod model;
 pub mod provider;
 pub mod server;

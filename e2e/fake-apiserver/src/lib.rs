@@ -47,6 +47,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+mod apply;
 mod convert;
 mod crd;
 mod discovery;

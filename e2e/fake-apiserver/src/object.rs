@@ -409,10 +409,12 @@ pub fn prepare_update(
             }
             let old_meta = old.get("metadata").and_then(Value::as_object);
             with_meta(&mut c, |meta| {
-                meta.remove("managedFields");
                 meta.remove("selfLink");
                 meta.remove("generateName");
+                // Field ownership is the server's record (server-side apply keeps it; see
+                // `apply`): a client's update neither drops nor rewrites it.
                 for preserved in [
+                    "managedFields",
                     "name",
                     "namespace",
                     "uid",

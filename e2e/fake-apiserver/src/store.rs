@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 use crate::{
+    apply::Applier,
     convert,
     error::ApiError,
     object::{self, Target, finalizers, is_terminating, meta_str, with_meta},
@@ -514,7 +515,7 @@ impl Store {
             target,
             namespace,
             name,
-            (patch_type, patch),
+            (patch_type, patch, None),
             dry_run,
             Conversion::None,
             &mut admit_all,
@@ -530,11 +531,19 @@ impl Store {
         target: Target,
         namespace: Option<&str>,
         name: &str,
-        (patch_type, patch): (PatchType, &Value),
+        (patch_type, patch, manager): (PatchType, &Value, Option<&str>),
         dry_run: bool,
         view: Conversion,
         admit: Admit<'_>,
     ) -> Result<Written, ApiError> {
+        // Server-side apply keeps a record of the fields each manager applied.
+        let applier = manager
+            .filter(|_| patch_type == PatchType::Apply)
+            .map(|manager| Applier {
+                manager,
+                target,
+                status_subresource: def.status_subresource,
+            });
         let old = match self.get(def, namespace, name) {
             Ok(old) => old,
             Err(ApiError::NotFound { .. })
@@ -552,7 +561,16 @@ impl Store {
                         meta.insert("name".into(), Value::String(name.to_owned()))
                     }),
                 };
-                let object = self.create_admitted(def, namespace, body, dry_run, admit)?;
+                let mut admit_and_record =
+                    |object: &mut Value, old: Option<&Value>| -> Result<(), ApiError> {
+                        admit(object, old)?;
+                        if let Some(applier) = &applier {
+                            applier.record(object, patch, &now_rfc3339());
+                        }
+                        Ok(())
+                    };
+                let object =
+                    self.create_admitted(def, namespace, body, dry_run, &mut admit_and_record)?;
                 return Ok(Written {
                     object,
                     created: true,
@@ -560,7 +578,10 @@ impl Store {
             }
             Err(e) => return Err(e),
         };
-        let old_view = convert::to_view(view, old.clone());
+        let mut old_view = convert::to_view(view, old.clone());
+        if let Some(applier) = &applier {
+            applier.release(&mut old_view, patch);
+        }
         let patched = patch_type.apply(&old_view, patch).map_err(|e| match e {
             ApiError::Invalid { field, detail, .. } => ApiError::Invalid {
                 kind: def.kind.clone(),
@@ -572,6 +593,9 @@ impl Store {
         })?;
         let patched = convert::to_stored(view, patched);
         let mut candidate = object::prepare_update(def, target, &old, patched)?;
+        if let Some(applier) = &applier {
+            applier.record(&mut candidate, patch, &now_rfc3339());
+        }
         admit(&mut candidate, Some(&old))?;
         let key = object_key(def, namespace, name);
         Ok(Written {

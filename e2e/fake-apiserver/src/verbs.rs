@@ -497,7 +497,7 @@ pub async fn serve_resource(
                 target,
                 ns,
                 name,
-                (patch_type, &patch),
+                (patch_type, &patch, params.get("fieldManager")),
                 dry_run,
                 conversion,
                 &mut admit,

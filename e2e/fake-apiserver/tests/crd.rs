@@ -103,6 +103,129 @@ async fn a_created_crd_is_established_and_served_with_discovery_and_short_names(
     assert_eq!(doc["resources"][0]["singularName"], "nodegroup");
 }
 
+/// What a controller writing status with server-side apply relies on (upstream semantics):
+/// the apply is conditional when it carries a resourceVersion (409 Conflict if the object
+/// moved on), only `status` changes through `/status`, and a field the manager applied before
+/// and leaves out now is removed, while fields another writer set stay.
+#[tokio::test]
+async fn status_applied_with_a_resource_version_is_conditional_and_drops_released_fields() {
+    let server = with_crd().await;
+    let api = node_groups(&server.client());
+    let created = api
+        .create(&PostParams::default(), &node_group("gpu", spec()))
+        .await
+        .unwrap();
+    let apply = PatchParams::apply("dra-autoscaler").force();
+    let config = |rv: Option<String>, status: Value| {
+        json!({
+            "apiVersion": "dra-autoscaler.io/v1alpha1", "kind": "NodeGroup",
+            "metadata": {"name": "gpu", "resourceVersion": rv},
+            "spec": {"maxSize": 99},
+            "status": status,
+        })
+    };
+    let first = api
+        .patch_status(
+            "gpu",
+            &apply,
+            &Patch::Apply(config(
+                created.metadata.resource_version.clone(),
+                json!({"currentSize": 1, "upcomingSize": 2, "backoffUntil": "2026-12-01T10:00:00Z",
+                       "lastScaleUp": {"time": "2026-12-01T09:00:00Z", "count": 2, "outcome": "Failed"}}),
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.data["status"]["upcomingSize"], 2);
+    assert_eq!(
+        first.data["spec"]["maxSize"], 4,
+        "/status changes only status"
+    );
+    // Someone else sets a status field by merge patch.
+    let merged = api
+        .patch_status(
+            "gpu",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"targetSize": 3}})),
+        )
+        .await
+        .unwrap();
+
+    // A stale resourceVersion: 409, nothing written.
+    let stale = api
+        .patch_status(
+            "gpu",
+            &apply,
+            &Patch::Apply(config(
+                first.metadata.resource_version.clone(),
+                json!({"currentSize": 9}),
+            )),
+        )
+        .await
+        .expect_err("stale resourceVersion");
+    let status = api_error(stale);
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        api.get("gpu").await.unwrap().data["status"]["currentSize"],
+        1
+    );
+
+    // The current one: backoffUntil, no longer applied, is removed; targetSize, set by
+    // someone else, stays.
+    let last = json!({"time": "2026-12-01T09:00:00Z", "count": 2, "outcome": "Failed"});
+    let second = api
+        .patch_status(
+            "gpu",
+            &apply,
+            &Patch::Apply(config(
+                merged.metadata.resource_version.clone(),
+                json!({"currentSize": 3, "upcomingSize": 0, "lastScaleUp": last}),
+            )),
+        )
+        .await
+        .unwrap();
+    let status = &second.data["status"];
+    assert_eq!(status.get("backoffUntil"), None, "{status}");
+    assert_eq!(
+        (
+            &status["currentSize"],
+            &status["upcomingSize"],
+            &status["targetSize"]
+        ),
+        (&json!(3), &json!(0), &json!(3)),
+        "{status}"
+    );
+    assert_eq!(status["lastScaleUp"]["outcome"], "Failed", "{status}");
+    let owners: Vec<(String, Option<String>)> = second
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| (m.manager.unwrap_or_default(), m.subresource))
+        .collect();
+    assert_eq!(
+        owners,
+        [("dra-autoscaler".to_owned(), Some("status".to_owned()))]
+    );
+
+    // The same apply again changes nothing, not even the resourceVersion.
+    let again = api
+        .patch_status(
+            "gpu",
+            &apply,
+            &Patch::Apply(config(
+                second.metadata.resource_version.clone(),
+                json!({"currentSize": 3, "upcomingSize": 0, "lastScaleUp": last}),
+            )),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version,
+        second.metadata.resource_version
+    );
+}
+
 #[tokio::test]
 async fn custom_resources_get_crud_status_and_schema_defaults() {
     let server = with_crd().await;

@@ -131,7 +131,7 @@ async fn merge_patch_with_a_stale_resource_version_conflicts() {
 }
 
 #[tokio::test]
-async fn apply_creates_then_merges() {
+async fn apply_creates_then_removes_what_the_manager_no_longer_applies() {
     let (server, api) = setup().await;
     let params = PatchParams::apply("dra-autoscaler").force();
     let first = json!({
@@ -155,8 +155,8 @@ async fn apply_creates_then_merges() {
         .await
         .expect("apply merges");
     assert_eq!(data(&merged, "b").as_deref(), Some("2"));
-    // Known divergence: real SSA would remove `a` (no longer applied by this manager).
-    assert_eq!(data(&merged, "a").as_deref(), Some("1"));
+    // Upstream server-side apply removes `a`: this manager applied it and no longer does.
+    assert_eq!(data(&merged, "a"), None);
     let statuses: Vec<u16> = server
         .request_log()
         .iter()

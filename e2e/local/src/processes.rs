@@ -182,6 +182,8 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
             layout.autoscaler_health.to_string(),
             "--scan-interval".into(),
             layout.scan_interval.clone(),
+            "--log-format".into(),
+            layout.log_format.clone(),
         ],
     )?);
     println!(

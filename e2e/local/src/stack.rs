@@ -286,6 +286,17 @@ impl Stack {
         controller.task.await.context("controller task")?
     }
 
+    /// Kills the controller as a crash would: its work stops wherever it is (a status write or
+    /// a provider call in flight is dropped, the client cancels the call), nothing is cleaned
+    /// up. Tasks it spawned and does not own through its future (the Lease elector, the health
+    /// listener) are left behind, so crash tests run with `--leader-elect=false`.
+    pub async fn kill_controller(&mut self) {
+        if let Some(controller) = self.controller.take() {
+            controller.task.abort();
+            let _ = controller.task.await;
+        }
+    }
+
     /// Applies the repository's example NodeGroups (`testdata/nodegroups/`).
     ///
     /// # Errors

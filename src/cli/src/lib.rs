@@ -8,6 +8,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+pub use dra_logging::LogFormat;
 
 pub use simulate_cmd::SimulateArgs;
 
@@ -15,6 +16,15 @@ pub use simulate_cmd::SimulateArgs;
 #[derive(Debug, Parser)]
 #[command(name = "dra-autoscaler", version, about)]
 pub struct Cli {
+    /// Log format on stderr: text or json, one object per line (level: RUST_LOG; default
+    /// info for `run`, warn for the commands whose output is on stdout).
+    #[arg(
+        long,
+        global = true,
+        env = "DRA_AUTOSCALER_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -41,6 +51,59 @@ pub enum Command {
 }
 
 impl Cli {
+    /// Parses the command line and checks every flag, so that nothing starts (no watch, no
+    /// listener, no provider connection) with a value that cannot work. A bad value exits 2
+    /// with a message naming the flag, as clap does for values it cannot parse.
+    #[must_use]
+    pub fn parse_checked() -> Self {
+        let cli = Self::parse();
+        if let Err(error) = cli.check() {
+            error.exit();
+        }
+        cli
+    }
+
+    /// The checks clap cannot make alone (bounds, relations between flags, syntax of values
+    /// read later), as a clap error of the subcommand: exit code 2, usage of that subcommand.
+    ///
+    /// # Errors
+    /// The first flag with an unusable value.
+    pub fn check(&self) -> Result<(), clap::Error> {
+        #[cfg(feature = "controller")]
+        if let Command::Run(args) = &self.command {
+            args.validate().map_err(|invalid| {
+                let mut command = <Self as clap::CommandFactory>::command();
+                command.build();
+                let kind = clap::error::ErrorKind::ValueValidation;
+                let message = invalid.to_string();
+                match command.find_subcommand_mut("run") {
+                    Some(run) => run.error(kind, message),
+                    None => command.error(kind, message),
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The level logs start at unless `RUST_LOG` says otherwise: `info` for `run` (a
+    /// long-running process whose logs are what operators read), `warn` for the commands
+    /// whose output is on stdout.
+    #[must_use]
+    pub fn default_log_level(&self) -> &'static str {
+        match self.command {
+            Command::Run(_) => dra_logging::DEFAULT_FILTER,
+            Command::Simulate(_) | Command::Crd => "warn",
+        }
+    }
+
+    /// Sets up logging once for this process (see [`dra_logging`]).
+    ///
+    /// # Errors
+    /// A malformed `RUST_LOG`.
+    pub fn init_logging(&self) -> Result<(), dra_logging::LoggingError> {
+        dra_logging::init_with_default(self.log_format, self.default_log_level())
+    }
+
     /// Runs the chosen subcommand.
     ///
     /// # Errors
@@ -99,17 +162,6 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
             .downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     })
-}
-
-/// Structured logs to stderr; `RUST_LOG` sets the level (default `warn`, so
-/// that command output on stdout stays clean).
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 #[cfg(test)]

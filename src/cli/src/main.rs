@@ -2,11 +2,12 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = dra_autoscaler::Cli::parse();
-    dra_autoscaler::init_tracing();
+    let cli = dra_autoscaler::Cli::parse_checked();
+    if let Err(error) = cli.init_logging() {
+        eprintln!("error: {error}");
+        return ExitCode::from(2);
+    }
     match cli.run() {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`dra-autoscaler crd | head -1`): nothing is

@@ -8,6 +8,7 @@ use clap::Args;
 use dra_plan::gang_apis::{GangApisFound, ResolvedGates};
 use dra_plan::{Expander, PlanOptions};
 use dra_sim::gates::GateError;
+use dra_sim::selectors::is_dns1123_subdomain;
 use dra_sim::{FeatureGates, KubeVersion};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -405,6 +406,7 @@ impl RunArgs {
     /// # Errors
     /// The first inconsistent flag.
     pub fn validate(&self) -> Result<(), InvalidArg> {
+        self.validate_cluster_and_provider_flags()?;
         let positive = [
             ("scan-interval", self.scan_interval),
             ("max-node-provision-time", self.max_node_provision_time),
@@ -489,6 +491,91 @@ impl RunArgs {
                 message: "no provider endpoint given (NAME=URL); use --dry-run to run without one"
                     .into(),
             });
+        }
+        Ok(())
+    }
+
+    /// The flags about leader election, Events and providers, checked as their users would
+    /// check them later (after watches had started), once up front.
+    fn validate_cluster_and_provider_flags(&self) -> Result<(), InvalidArg> {
+        let invalid = |flag: &'static str, message: String| InvalidArg { flag, message };
+        // The scheduler flags (`--kubernetes-version`, `--feature-gates`,
+        // `--dra-filter-timeout`, `--min-reservation-left`) are checked by their clap parsers
+        // in `PlanArgs`.
+        if self.event_dedup_window.is_negative() {
+            return Err(invalid(
+                "event-dedup-window",
+                format!("must not be negative, got {:#}", self.event_dedup_window),
+            ));
+        }
+        if !is_dns1123_subdomain(&self.lease_name) {
+            return Err(invalid(
+                "lease-name",
+                format!(
+                    "{:?} is not a valid object name (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.')",
+                    self.lease_name
+                ),
+            ));
+        }
+        if !is_dns1123_subdomain(&self.lease_namespace)
+            || self.lease_namespace.contains('.')
+            || self.lease_namespace.len() > 63
+        {
+            return Err(invalid(
+                "lease-namespace",
+                format!(
+                    "{:?} is not a valid namespace (a DNS-1123 label: lowercase letters, digits and '-', at most 63)",
+                    self.lease_namespace
+                ),
+            ));
+        }
+        if self
+            .identity
+            .as_deref()
+            .is_some_and(|i| i.trim().is_empty())
+        {
+            return Err(invalid("identity", "must not be empty".into()));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for endpoint in &self.providers {
+            if !names.insert(endpoint.name.as_str()) {
+                return Err(invalid(
+                    "provider",
+                    format!("provider {:?} is given twice", endpoint.name),
+                ));
+            }
+        }
+        if self.provider_ca_cert.is_none() {
+            // TLS is turned on by the CA bundle; without it these would be silently unused.
+            for (flag, given) in [
+                ("provider-client-cert", self.provider_client_cert.is_some()),
+                (
+                    "provider-tls-server-name",
+                    self.provider_tls_server_name.is_some(),
+                ),
+            ] {
+                if given {
+                    return Err(invalid(
+                        flag,
+                        "needs --provider-ca-cert (TLS with providers is on only with a CA bundle)"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        for (flag, path) in [
+            ("provider-ca-cert", &self.provider_ca_cert),
+            ("provider-client-cert", &self.provider_client_cert),
+            ("provider-client-key", &self.provider_client_key),
+        ] {
+            if let Some(path) = path
+                && let Err(error) = std::fs::metadata(path)
+            {
+                return Err(invalid(
+                    flag,
+                    format!("cannot read {}: {error}", path.display()),
+                ));
+            }
         }
         Ok(())
     }
@@ -599,6 +686,56 @@ mod tests {
             args.validate().unwrap_err().flag,
             "scale-down-utilization-threshold"
         );
+    }
+
+    #[test]
+    fn cluster_and_provider_flags_are_checked_before_anything_starts() {
+        let refused = |extra: &[&str]| {
+            let mut argv = vec!["--dry-run"];
+            argv.extend_from_slice(extra);
+            parse(&argv).unwrap().validate().unwrap_err()
+        };
+        // The scheduler flags are refused by clap itself (PlanArgs' value parsers).
+        assert!(parse(&["--dry-run", "--kubernetes-version", "1.29"]).is_err());
+        assert!(parse(&["--dry-run", "--feature-gates", "DRAAdminAccess=yes"]).is_err());
+        assert_eq!(
+            refused(&["--event-dedup-window=-1m"]).flag,
+            "event-dedup-window"
+        );
+        // Object names as the API server validates them.
+        assert_eq!(refused(&["--lease-name", "Not_A_Name"]).flag, "lease-name");
+        assert_eq!(
+            refused(&["--lease-namespace", "kube.system"]).flag,
+            "lease-namespace"
+        );
+        assert_eq!(refused(&["--identity", " "]).flag, "identity");
+        let e = refused(&["--provider", "fake=http://a:1,fake=http://b:2"]);
+        assert_eq!(
+            (e.flag, e.message.as_str()),
+            ("provider", "provider \"fake\" is given twice")
+        );
+        // TLS settings that would be silently unused, and files that are not there.
+        assert_eq!(
+            refused(&["--provider-tls-server-name", "provider.example"]).flag,
+            "provider-tls-server-name"
+        );
+        let e = refused(&["--provider-ca-cert", "/nonexistent/ca.pem"]);
+        assert_eq!(e.flag, "provider-ca-cert");
+        assert!(e.message.contains("/nonexistent/ca.pem"), "{e}");
+
+        let fine = parse(&[
+            "--dry-run",
+            "--kubernetes-version",
+            "1.35",
+            "--feature-gates",
+            "DRAPartitionableDevices=false, DRAListTypeAttributes=true",
+            "--dra-filter-timeout",
+            "0s",
+            "--lease-namespace",
+            "autoscaling",
+        ])
+        .unwrap();
+        assert_eq!(fine.validate(), Ok(()));
     }
 
     #[test]

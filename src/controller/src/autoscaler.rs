@@ -38,13 +38,16 @@ use crate::inflight;
 use crate::metrics::{GroupLabels, Metrics};
 use crate::notices::{self, GroupOutcome, Refs};
 use crate::pods::PendingPolicy;
-use crate::scaledown::{LoopState, ScaleDownSummary, ScaleDowns};
+use crate::scaledown::{LoopState, ScaleDowns};
 use crate::snapshot::{self, BuildOptions, Inputs, node_group_of};
 use crate::status::StatusWriter;
 use crate::validity;
 
 mod answer;
+mod summary;
 mod upkeep;
+
+pub use summary::LoopSummary;
 
 /// Settings of the loop.
 #[derive(Debug, Clone)]
@@ -62,30 +65,6 @@ pub struct LoopConfig {
     pub max_node_provision_time: SignedDuration,
     /// Backoff after failures.
     pub backoff: BackoffPolicy,
-}
-
-/// What one loop did, for logs and tests.
-#[derive(Debug, Clone, Default)]
-pub struct LoopSummary {
-    /// Pending pods planned for.
-    pub planned_for: usize,
-    /// The plan, when the planner ran.
-    pub report: Option<PlanReport>,
-    /// Nodes started per group.
-    pub scaled_up: BTreeMap<String, usize>,
-    /// Failed scale-ups per group, with the message.
-    pub failed: BTreeMap<String, String>,
-    /// Placeholders given up on per group.
-    pub timed_out: BTreeMap<String, usize>,
-    /// Groups held back by backoff.
-    pub backing_off: Vec<String>,
-    /// Groups whose status write lost a race (retried next loop).
-    pub conflicts: Vec<String>,
-    /// What scale-down did, when it is on.
-    pub scale_down: Option<ScaleDownSummary>,
-    /// A scale-up never reached its provider: the next loop should come soon
-    /// (with jitter), not a whole scan interval later.
-    pub retry_soon: bool,
 }
 
 /// The loop's collaborators.
@@ -264,8 +243,7 @@ impl Autoscaler {
         let planning: Vec<NodeGroup> = groups
             .values()
             .filter(|g| {
-                !summary.backing_off.contains(&name_of(g))
-                    && !summary.conflicts.contains(&name_of(g))
+                !summary.backing_off.contains(&name_of(g)) && !summary.sits_out(&name_of(g))
             })
             .cloned()
             .collect();
@@ -442,6 +420,15 @@ impl Autoscaler {
                 "the NodeGroup decodes and passes validation",
                 now,
             );
+            let (active, reason, message) = conditions::scaling_active(&group.spec);
+            conditions::set(
+                &mut rec.status.conditions,
+                conditions::SCALING_ACTIVE,
+                active,
+                reason,
+                &message,
+                now,
+            );
             if !rec.timed_out.is_empty() {
                 self.give_up(&group, &mut rec, now, summary).await;
             }
@@ -468,8 +455,7 @@ impl Autoscaler {
                     out.insert(name, written);
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "status not written; the group sits out this loop");
-                    summary.conflicts.push(name.clone());
+                    summary.status_not_written(&name, &error, "status not written");
                     out.insert(name, group);
                 }
             }
@@ -518,7 +504,11 @@ impl Autoscaler {
 
     /// Timed-out placeholders: ask the provider to delete them, mark the last
     /// scale-up failed if they were its nodes, and back the group off.
-    #[tracing::instrument(name = "give_up", skip_all, fields(node_group = %name_of(group)))]
+    #[tracing::instrument(
+        name = "give_up",
+        skip_all,
+        fields(node_group = %name_of(group), nodes = tracing::field::Empty)
+    )]
     async fn give_up(
         &self,
         group: &NodeGroup,
@@ -528,7 +518,11 @@ impl Autoscaler {
     ) {
         let name = name_of(group);
         let names: Vec<String> = rec.timed_out.iter().map(|e| e.name.clone()).collect();
+        // Placeholders are named after their request id (`<request id>-<n>`) until the
+        // provider names the instance.
+        tracing::Span::current().record("nodes", tracing::field::debug(&names));
         let waited = self.config.max_node_provision_time;
+        tracing::info!(node_group = %name, nodes = ?names, provider = %group.spec.provider, "giving up on nodes that did not register in {waited:#}: asking the provider to delete them");
         if let Err(error) = self
             .executor
             .delete_unregistered(&group_ref(group), &names)
@@ -558,7 +552,8 @@ impl Autoscaler {
             &message,
         );
         summary.timed_out.insert(name.clone(), names.len());
-        self.metrics.record_failure(&name, "timeout");
+        self.metrics
+            .record_failure(&name, crate::metrics::TIMED_OUT);
         self.events
             .publish(
                 &Self::group_notice(group, true, SCALE_UP_TIMED_OUT, message.clone()),
@@ -615,13 +610,26 @@ impl Autoscaler {
         *group = match self.status.write(group, intent.clone()).await {
             Ok(g) => g,
             Err(error) => {
-                tracing::warn!(%error, node_group = %name, "scale-up intent not recorded; retrying next loop");
-                summary.conflicts.push(name);
+                summary.status_not_written(
+                    &name,
+                    &error,
+                    "scale-up intent not recorded, provider not called",
+                );
                 return None;
             }
         };
 
         // 2. Ask the provider.
+        tracing::info!(
+            node_group = %name,
+            %request_id,
+            provider = %request.group.provider,
+            count,
+            atomic_min = ?request.atomic_min,
+            capacity_type = %scale_up.capacity_type,
+            for_what = %scale_up.pod_group_list(),
+            "scaling up: intent recorded, asking the provider"
+        );
         let mut result = self.executor.increase(&request).await;
         if matches!(&result, Err(e) if e.category == ErrorCategory::NotImplemented && request.atomic_min.is_some())
         {

@@ -10,6 +10,16 @@ use k8s_openapi::jiff::Timestamp;
 /// Type of the condition that compares the group's size with `spec.minSize`.
 pub const AT_MIN_SIZE: &str = "AtMinSize";
 
+/// Type of the condition that says whether the controller scales the group when needed,
+/// in the sense of the HorizontalPodAutoscaler's `ScalingActive` ("able to scale if
+/// necessary: correctly configured and not disabled"). Whether scaling is held back for a
+/// while is the `Backoff` condition (the HPA's `AbleToScale`); how many nodes are missing
+/// for pending pods is in Events.
+pub const SCALING_ACTIVE: &str = "ScalingActive";
+
+/// `ScalingActive=False` reason of a group left out because it does not decode or validate.
+pub const SCALING_INACTIVE_INVALID: &str = "InvalidNodeGroup";
+
 /// Sets condition `type_` to `value` with `reason` and `message`. Returns
 /// whether anything changed.
 pub fn set(
@@ -74,6 +84,28 @@ pub fn at_min_size(spec: &NodeGroupSpec, size: i32) -> (bool, &'static str, Stri
     }
 }
 
+/// `ScalingActive` for a group the loop plans with: `True` unless `spec.maxSize` is 0 (the
+/// HPA's `ScalingDisabled`: the group is never scaled up). A group left out as invalid gets
+/// `False` / [`SCALING_INACTIVE_INVALID`] instead.
+#[must_use]
+pub fn scaling_active(spec: &NodeGroupSpec) -> (bool, &'static str, String) {
+    if spec.max_size <= 0 {
+        return (
+            false,
+            "ScalingDisabled",
+            "spec.maxSize is 0: no node is ever added to this group".into(),
+        );
+    }
+    (
+        true,
+        "Active",
+        format!(
+            "planned with in every loop: nodes are added for pending pods up to spec.maxSize {}",
+            spec.max_size
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +145,22 @@ mod tests {
         assert_eq!(at_min_size(&spec, 1).1, "AtMinSize");
         assert!(at_min_size(&spec, 1).0);
         assert_eq!(at_min_size(&spec, 2).1, "AboveMinSize");
+    }
+
+    #[test]
+    fn scaling_is_active_unless_the_group_can_never_grow() {
+        let base = crate::test_support::node_group("g", 4).spec;
+        let (active, reason, message) = scaling_active(&base);
+        assert!(active);
+        assert_eq!(reason, "Active");
+        assert!(message.contains("spec.maxSize 4"), "{message}");
+        let disabled = NodeGroupSpec {
+            min_size: 0,
+            max_size: 0,
+            ..base
+        };
+        let (active, reason, _) = scaling_active(&disabled);
+        assert!(!active);
+        assert_eq!(reason, "ScalingDisabled");
     }
 }

@@ -242,16 +242,27 @@ impl LeaderElector {
         let retry = std::time::Duration::try_from(self.config.retry_period)
             .unwrap_or(std::time::Duration::from_secs(2));
         let mut last_renewed: Option<Timestamp> = None;
+        // A standby says so once (and again after it led and lost), not on every retry.
+        let mut said_standby = false;
         loop {
             let now = Timestamp::now();
             match self.try_acquire_or_renew(now).await {
                 Ok(true) => {
                     if last_renewed.is_none() {
-                        tracing::info!(identity = %self.config.identity, "became leader");
+                        tracing::info!(identity = %self.config.identity, lease = %self.config.name, "became leader");
                     }
                     last_renewed = Some(now);
+                    said_standby = false;
                 }
-                Ok(false) => last_renewed = None,
+                Ok(false) => {
+                    if last_renewed.take().is_some() {
+                        tracing::warn!(identity = %self.config.identity, lease = %self.config.name, "lost leadership: another replica holds the lease");
+                    }
+                    if !said_standby {
+                        tracing::info!(identity = %self.config.identity, lease = %self.config.name, namespace = %self.config.namespace, "standing by: another replica holds the lease; this one acts only if it takes the lease over");
+                        said_standby = true;
+                    }
+                }
                 Err(error) => tracing::warn!(%error, "leader election"),
             }
             let deadline_ok = last_renewed.is_some_and(|r| {
@@ -260,7 +271,8 @@ impl LeaderElector {
             });
             if !deadline_ok && last_renewed.is_some() {
                 tracing::warn!(
-                    "could not renew the lease within the renew deadline; stepping down"
+                    identity = %self.config.identity,
+                    "lost leadership: could not renew the lease within the renew deadline; stepping down"
                 );
                 last_renewed = None;
             }

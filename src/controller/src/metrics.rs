@@ -82,9 +82,34 @@ pub struct Metrics {
     pub invalid_node_groups: Gauge,
 }
 
+/// `reason` of `failed_scale_ups` for nodes that never registered.
+pub const TIMED_OUT: &str = "timeout";
+/// `reason` of `scaled_down_nodes` for a node with no pod to move.
+pub const SCALED_DOWN_EMPTY: &str = "empty";
+/// `reason` of `scaled_down_nodes` for an underused node whose pods were moved.
+pub const SCALED_DOWN_UNDERUTILIZED: &str = "underutilized";
+
+/// Every `reason` of `failed_scale_ups`: the provider error categories and [`TIMED_OUT`].
+fn failure_reasons() -> impl Iterator<Item = &'static str> {
+    use dra_provider::ErrorCategory as C;
+    [
+        C::NotSent,
+        C::Unknown,
+        C::OutOfCapacity,
+        C::Quota,
+        C::NotImplemented,
+        C::Config,
+        C::Rejected,
+    ]
+    .into_iter()
+    .map(C::metric_label)
+    .chain([TIMED_OUT])
+}
+
 impl Metrics {
-    /// Removes the per-group series of a NodeGroup that is gone, so that a
-    /// deleted group does not report its last values forever.
+    /// Removes every per-group series of a NodeGroup that is gone (deleted, or left out as
+    /// invalid), so that it does not report its last values forever: the gauges, scale-down's
+    /// series and the per-group counters (their other labels are bounded and enumerated here).
     pub fn forget_group(&self, node_group: &str) {
         let labels = GroupLabels {
             node_group: node_group.to_string(),
@@ -92,6 +117,31 @@ impl Metrics {
         self.upcoming_nodes.remove(&labels);
         self.reservation_used.remove(&labels);
         self.reservation_left.remove(&labels);
+        self.unneeded_nodes.remove(&labels);
+        for capacity_type in [
+            dra_api::CapacityType::Reserved,
+            dra_api::CapacityType::OnDemand,
+            dra_api::CapacityType::Spot,
+        ] {
+            let labels = ScaleUpLabels {
+                node_group: node_group.to_string(),
+                capacity_type: capacity_type.as_str().to_string(),
+            };
+            self.scale_ups.remove(&labels);
+            self.nodes_added.remove(&labels);
+        }
+        for reason in failure_reasons() {
+            self.failed_scale_ups.remove(&FailureLabels {
+                node_group: node_group.to_string(),
+                reason: reason.to_string(),
+            });
+        }
+        for reason in [SCALED_DOWN_EMPTY, SCALED_DOWN_UNDERUTILIZED] {
+            self.scaled_down_nodes.remove(&ScaleDownLabels {
+                node_group: node_group.to_string(),
+                reason: reason.to_string(),
+            });
+        }
     }
 }
 
@@ -302,5 +352,40 @@ mod tests {
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn a_group_that_goes_leaves_no_series_behind() {
+        let m = Metrics::new();
+        let group = |name: &str| GroupLabels {
+            node_group: name.into(),
+        };
+        for name in ["gpu", "cpu"] {
+            m.record_scale_up(name, "spot", 2);
+            m.record_scale_up(name, "on-demand", 1);
+            m.record_failure(name, "quota");
+            m.record_failure(name, TIMED_OUT);
+            m.upcoming_nodes.get_or_create(&group(name)).set(1);
+            m.reservation_used.get_or_create(&group(name)).set(1);
+            m.reservation_left.get_or_create(&group(name)).set(3);
+            m.unneeded_nodes.get_or_create(&group(name)).set(2);
+            for reason in [SCALED_DOWN_EMPTY, SCALED_DOWN_UNDERUTILIZED] {
+                m.scaled_down_nodes
+                    .get_or_create(&ScaleDownLabels {
+                        node_group: name.into(),
+                        reason: reason.into(),
+                    })
+                    .inc();
+            }
+        }
+        m.forget_group("gpu");
+        let text = m.encode();
+        assert!(!text.contains("node_group=\"gpu\""), "{text}");
+        // The other group keeps every series.
+        let cpu_series = text
+            .lines()
+            .filter(|l| l.contains("node_group=\"cpu\""))
+            .count();
+        assert_eq!(cpu_series, 12, "{text}");
     }
 }

@@ -37,6 +37,11 @@ pub const CONTROLLER_NAME: &str = "dra-autoscaler";
 /// that cannot bind.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     args.validate()?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        flags = ?args,
+        "starting dra-autoscaler run"
+    );
     let config = kube::Config::infer()
         .await
         .context("unable to read the kubeconfig or service account")?;
@@ -253,6 +258,9 @@ pub async fn run_with_clients(
         ready_health.set_ready(true);
     });
 
+    if !args.leader_elect {
+        tracing::info!(%identity, "leader election off (--leader-elect=false): this replica acts alone");
+    }
     let (leading_tx, leading_rx) = watch::channel(!args.leader_elect);
     let elector_task = args.leader_elect.then(|| {
         let elector = LeaderElector::new(

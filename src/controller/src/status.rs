@@ -1,17 +1,24 @@
 //! Writes NodeGroup status with optimistic concurrency, and remembers what it
 //! wrote so the next loop does not plan from a watch cache that lags behind.
 //!
-//! Every write is a PUT of `/status` carrying the resourceVersion the decision
-//! was made from: if anything changed the object since (another replica, a
-//! user, our own earlier write the cache has not seen), the API server answers
-//! 409 and nothing is written. That is what makes "record the upcoming nodes,
-//! then call the provider" safe against double scale-ups.
+//! Every write is a server-side apply of the whole status to `/status` (field manager
+//! [`FIELD_MANAGER`]) carrying the resourceVersion the decision was made from: if anything
+//! changed the object since (another replica, a user, our own earlier write the cache has not
+//! seen), the API server answers 409 and nothing is written. That is what makes "record the
+//! upcoming nodes, then call the provider" safe against double scale-ups. Apply (rather than a
+//! PUT of the object) sends only what this controller owns, and a field it stops setting
+//! (a backoff that ended, the last upcoming node) is removed by the server, as kube-rs'
+//! controller-rs and upstream controllers write status.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use dra_api::{NodeGroup, NodeGroupStatus};
-use kube::api::{Api, PostParams};
+use kube::Resource;
+use kube::api::{Api, Patch, PatchParams};
+
+/// The field manager of the controller's status writes.
+pub const FIELD_MANAGER: &str = "dra-autoscaler";
 
 /// A status write that failed.
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +32,9 @@ pub struct StatusError {
 }
 
 impl StatusError {
-    /// The object changed since it was read (409 Conflict).
+    /// The object changed since it was read (409 Conflict). Any other failure (the API
+    /// server unreachable, a 422 for a status the schema refuses, RBAC) is an error, not a
+    /// lost race.
     #[must_use]
     pub fn is_conflict(&self) -> bool {
         matches!(&self.source, kube::Error::Api(s) if s.code == 409)
@@ -95,9 +104,9 @@ impl StatusWriter {
         }
     }
 
-    /// Replaces the status of `current` with `status`, conditional on
-    /// `current`'s resourceVersion. A status equal to the current one is not
-    /// written. Returns the object as it now is.
+    /// Applies `status` as the status of `current`, conditional on `current`'s
+    /// resourceVersion. A status equal to the current one is not written. Returns the object
+    /// as it now is.
     ///
     /// # Errors
     /// The API server refused the write; [`StatusError::is_conflict`] tells a
@@ -111,12 +120,14 @@ impl StatusWriter {
             return Ok(current.clone());
         }
         let name = current.metadata.name.clone().unwrap_or_default();
-        let mut desired = current.clone();
-        desired.status = Some(status);
-        desired.metadata.managed_fields = None;
+        let config = apply_config(&name, current.metadata.resource_version.as_deref(), &status);
         let written = self
             .api
-            .replace_status(&name, &PostParams::default(), &desired)
+            .patch_status(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&config),
+            )
             .await
             .map_err(|source| StatusError {
                 node_group: name.clone(),
@@ -132,5 +143,42 @@ impl StatusWriter {
             .insert(current.metadata.resource_version.clone());
         entry.latest = written.clone();
         Ok(written)
+    }
+}
+
+/// The apply configuration of a status write: identity, the precondition and the status.
+fn apply_config(
+    name: &str,
+    resource_version: Option<&str>,
+    status: &NodeGroupStatus,
+) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": NodeGroup::api_version(&()),
+        "kind": NodeGroup::kind(&()),
+        "metadata": {"name": name, "resourceVersion": resource_version},
+        "status": status,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_apply_configuration_carries_the_precondition_and_only_status() {
+        let status = NodeGroupStatus {
+            current_size: 2,
+            ..NodeGroupStatus::default()
+        };
+        let config = apply_config("gpu", Some("42"), &status);
+        assert_eq!(
+            config,
+            serde_json::json!({
+                "apiVersion": "dra-autoscaler.io/v1alpha1",
+                "kind": "NodeGroup",
+                "metadata": {"name": "gpu", "resourceVersion": "42"},
+                "status": {"currentSize": 2, "targetSize": 0, "upcomingSize": 0},
+            })
+        );
     }
 }

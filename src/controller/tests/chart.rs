@@ -238,7 +238,11 @@ fn check(values: &str, text: &str) -> Rendered {
                         for e in c.env.iter().flatten() {
                             let value = match (&e.value, &e.value_from) {
                                 (Some(v), _) => v.clone(),
-                                (None, Some(_)) => format!("from-{}", e.name.to_lowercase()),
+                                // A stand-in for the value the kubelet fills in (the pod's
+                                // name or namespace), shaped as one so `run` accepts it.
+                                (None, Some(_)) => {
+                                    format!("from-{}", e.name.to_lowercase().replace('_', "-"))
+                                }
                                 (None, None) => String::new(),
                             };
                             controller_env.insert(e.name.clone(), value);
@@ -384,7 +388,7 @@ fn chart_lints_and_renders_every_value_set() {
                 assert!(rendered.args.leader_elect);
                 assert_eq!(
                     rendered.args.lease_namespace,
-                    "from-dra_autoscaler_lease_namespace"
+                    "from-dra-autoscaler-lease-namespace"
                 );
                 assert_eq!(rendered.args.providers.len(), 1);
             }

@@ -27,7 +27,7 @@ impl Autoscaler {
     ) {
         for (name, group) in groups.iter_mut() {
             let status = group.status.clone().unwrap_or_default();
-            if status.unconfirmed_requests.is_empty() || summary.conflicts.contains(name) {
+            if status.unconfirmed_requests.is_empty() || summary.sits_out(name) {
                 continue;
             }
             for unconfirmed in &status.unconfirmed_requests {

@@ -40,7 +40,17 @@ impl Autoscaler {
         }
         for group in unusable {
             let mut conditions = validity::conditions_of(&group.object);
-            if !validity::set_valid(&mut conditions, false, group.reason, &group.message, now) {
+            let valid_changed =
+                validity::set_valid(&mut conditions, false, group.reason, &group.message, now);
+            let active_changed = crate::conditions::set(
+                &mut conditions,
+                crate::conditions::SCALING_ACTIVE,
+                false,
+                crate::conditions::SCALING_INACTIVE_INVALID,
+                "left out of autoscaling until fixed; see the Valid condition",
+                now,
+            );
+            if !valid_changed && !active_changed {
                 continue;
             }
             let patch = serde_json::json!({ "status": { "conditions": conditions } });

@@ -499,13 +499,13 @@ impl ScaleDowns {
                     let (reason, label, note) = if empty && evicted == 0 {
                         (
                             SCALE_DOWN_EMPTY,
-                            "empty",
+                            crate::metrics::SCALED_DOWN_EMPTY,
                             format!("removing empty node {name}"),
                         )
                     } else {
                         (
                             SCALE_DOWN,
-                            "underutilized",
+                            crate::metrics::SCALED_DOWN_UNDERUTILIZED,
                             format!("node {name} removed after evicting {evicted} pod(s)"),
                         )
                     };

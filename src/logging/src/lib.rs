@@ -3,8 +3,13 @@
 //! stderr, as text or one JSON object per line, and with ANSI colour only when stderr is a
 //! terminal (log files and `kubectl logs` get plain text).
 //!
+//! Every binary takes `--log-format text|json` and calls [`init`] once after parsing its flags
+//! (`dra-autoscaler`, the providers and the stand-ins; `dra_provider::logging` re-exports this
+//! crate). Logs go to stderr, so a command's own output on stdout stays clean; colour follows
+//! whether stderr is a terminal, which is where the lines go.
+//!
 //! ```no_run
-//! use dra_provider::logging::{self, LogFormat};
+//! use dra_logging::{self as logging, LogFormat};
 //! logging::init(LogFormat::Text).expect("logging starts once");
 //! tracing::info!(address = "127.0.0.1:8086", "serving");
 //! ```
