@@ -145,12 +145,21 @@ impl SimulateArgs {
         let mut loader = Loader::new();
         loader.keep_kind("dra-autoscaler.io", "NodeGroup");
         loader.keep_kind("apps", "DaemonSet");
-        for (group, kind) in dra_plan::gang::GANG_KINDS {
+        for (group, kind) in dra_plan::gang::GANG_KINDS
+            .iter()
+            .chain(dra_plan::templates::STAND_IN_KINDS)
+        {
             loader.keep_kind(group, kind);
         }
         let loaded = input::load(&self.paths, loader)?;
         let note = loaded.skipped_note();
-        let has_groups = loaded.objects.extra.iter().any(|o| o.kind == "NodeGroup");
+        // ProvisioningRequests and CapacityBuffers are planned too, on
+        // existing capacity when there is no NodeGroup.
+        let has_groups = loaded.objects.extra.iter().any(|o| {
+            o.kind == "NodeGroup"
+                || o.kind == dra_plan::provreq::KIND
+                || o.kind == dra_plan::buffers::KIND
+        });
         let output = if has_groups {
             SimulateOutput::Plan(dra_plan::plan(loaded.objects, gates, &options))
         } else {

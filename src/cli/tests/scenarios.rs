@@ -7,7 +7,9 @@
 //! (when expected), outcome, minCount and members, with each expected reason a substring of
 //! some actual reason; `pods` in order by pod, outcome, node and nodeGroup
 //! (allocations only when the expectation lists them); `nodeGroupErrors` by
-//! nodeGroup when expected.
+//! nodeGroup when expected; `provisioningRequests` and `capacityBuffers`, when
+//! expected, in order, every key written in the expectation (a `condition`'s
+//! keys likewise) and each expected reason a substring of some actual reason.
 
 mod golden;
 
@@ -70,6 +72,30 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
             ));
         }
     }
+    for (key, name_key) in [
+        ("provisioningRequests", "provisioningRequest"),
+        ("capacityBuffers", "capacityBuffer"),
+    ] {
+        if expected.get(key).is_none() {
+            continue;
+        }
+        let (el, al) = (list(expected, key), list(actual, key));
+        if el.len() != al.len() {
+            problems.push(format!("expected {} {key}, got {}", el.len(), al.len()));
+        }
+        for (e, a) in el.iter().zip(al) {
+            let name = e[name_key].as_str().unwrap_or("?");
+            for (field, ev) in e.as_object().into_iter().flatten() {
+                if field != "reasons" && !a.get(field).is_some_and(|av| same(ev, av)) {
+                    problems.push(format!(
+                        "{key} {name}: {field} expected {ev} got {}",
+                        a.get(field).unwrap_or(&Value::Null)
+                    ));
+                }
+            }
+            problems.extend(missing_reasons(&format!("{key} {name}"), e, a));
+        }
+    }
     for e in list(expected, "nodeGroupErrors") {
         let group = &e["nodeGroup"];
         if !list(actual, "nodeGroupErrors")
@@ -84,7 +110,7 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
 
 #[test]
 fn plans_match_the_planner_rules_on_every_scenario() {
-    golden::run_suite("scenarios", 56, compare);
+    golden::run_suite("scenarios", 65, compare);
 }
 
 /// The plan `simulate -o json` prints reads back into the typed report and
@@ -104,7 +130,7 @@ fn reads_back_unchanged(_expected: &Value, actual: &Value) -> Vec<String> {
 
 #[test]
 fn plans_read_back_into_the_typed_report_unchanged() {
-    golden::run_suite("scenarios", 56, reads_back_unchanged);
+    golden::run_suite("scenarios", 65, reads_back_unchanged);
 }
 
 #[test]
