@@ -223,3 +223,22 @@ spec:
         );
     }
 }
+
+#[test]
+fn the_chart_ships_the_same_crds() {
+    for name in ["provisioningrequests", "capacitybuffers"] {
+        let file = format!("autoscaling.x-k8s.io_{name}.yaml");
+        let tested =
+            std::fs::read_to_string(testdata().join("crds").join(&file)).expect("testdata CRD");
+        let shipped = std::fs::read_to_string(
+            testdata()
+                .join("../charts/dra-autoscaler/files/crds")
+                .join(&file),
+        )
+        .expect("chart CRD");
+        assert!(
+            tested == shipped,
+            "charts/dra-autoscaler/files/crds/{file} differs from testdata/crds/{file}"
+        );
+    }
+}

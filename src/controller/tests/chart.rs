@@ -346,9 +346,15 @@ fn chart_lints_and_renders_every_value_set() {
             ],
         );
         let rendered = check(&values, &text);
+        // The NodeGroup CRD, plus cluster-autoscaler's two when asked for.
+        let crds = if values == "upstream-crds-values.yaml" {
+            3
+        } else {
+            1
+        };
         assert_eq!(
             rendered.kinds.get("CustomResourceDefinition"),
-            Some(&1),
+            Some(&crds),
             "{values}"
         );
         match values.as_str() {
@@ -413,9 +419,22 @@ fn chart_lints_and_renders_every_value_set() {
                 assert_eq!(rendered.kinds.get("ClusterRole"), None, "rbac.create=false");
                 assert_eq!(rendered.kinds.get("ServiceAccount"), None);
             }
+            "upstream-crds-values.yaml" => {
+                for crd in [
+                    "provisioningrequests.autoscaling.x-k8s.io",
+                    "capacitybuffers.autoscaling.x-k8s.io",
+                ] {
+                    assert!(text.contains(&format!("name: {crd}")), "{values}: {crd}");
+                }
+                assert_eq!(
+                    text.matches("helm.sh/resource-policy: keep").count(),
+                    2,
+                    "{values}: uninstalling keeps the upstream CRDs"
+                );
+            }
             other => panic!("add expectations for {other}"),
         }
         seen.insert(values);
     }
-    assert_eq!(seen.len(), 5);
+    assert_eq!(seen.len(), 6);
 }

@@ -21,7 +21,8 @@
 //!   after `Provisioned` turned true (`BookingExpired`,
 //!   `CapacityReservationTimeExpired`).
 //! - a check-capacity request not provisioned within 7 days of its creation
-//!   fails (`Failed`, `Expired`).
+//!   fails (`Failed`, `Expired`); one with parameter `noRetry: "true"` fails
+//!   at once when the capacity is not there (`Failed`, `CapacityIsNotFound`).
 //! - pods that cannot be made from the templates fail the request
 //!   (`Failed`, `FailedToCreatePods`); other classes are not ours.
 
@@ -111,6 +112,8 @@ pub(crate) struct Request {
     pub(crate) stage: Stage,
     /// Pods asked for in all pod sets.
     pub(crate) total: usize,
+    /// Parameter `noRetry: "true"` (check-capacity): fail instead of retrying.
+    pub(crate) no_retry: bool,
     /// Pods to plan (stage `Plan`) or to book (stage `Booked`: less those
     /// already consuming it).
     pub(crate) pods: Vec<Pod>,
@@ -161,6 +164,9 @@ pub enum RequestOutcome {
     BookingExpired,
     /// A check-capacity request past its 7 days.
     Expired,
+    /// Not provisioned, and the request asks not to be retried
+    /// (check-capacity parameter `noRetry: "true"`).
+    Failed,
     /// `Failed` or `BookingExpired` already true: nothing more happens.
     Finished,
     /// Its pods could not be made (missing or invalid PodTemplate).
@@ -299,6 +305,12 @@ pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod]) -> Vec<Request>
             created: timestamp(obj.value.pointer("/metadata/creationTimestamp")),
             stage: Stage::Plan,
             total: 0,
+            no_retry: class == CHECK_CAPACITY_CLASS
+                && obj
+                    .value
+                    .pointer("/spec/parameters/noRetry")
+                    .and_then(Value::as_str)
+                    == Some("true"),
             pods: Vec::new(),
             class: class.clone(),
         };
@@ -443,6 +455,14 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
                     true,
                     reason::EXPIRED,
                     "ProvisioningRequest is expired",
+                ));
+            } else if request.no_retry {
+                out.outcome = RequestOutcome::Failed;
+                out.condition = Some(Condition::new(
+                    condition::FAILED,
+                    true,
+                    reason::CAPACITY_IS_NOT_FOUND,
+                    "Capacity is not found in the cluster; the request asks not to be retried (noRetry)",
                 ));
             } else {
                 out.outcome = RequestOutcome::CapacityNotFound;

@@ -165,6 +165,24 @@ fn check_capacity_expires_after_seven_days_unprovisioned() {
     assert_eq!(r.outcome, RequestOutcome::CapacityNotFound);
 }
 
+#[test]
+fn check_capacity_with_no_retry_fails_instead_of_retrying() {
+    let yaml = "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {name: r, namespace: ml}\nspec:\n  provisioningClassName: check-capacity.autoscaling.x-k8s.io\n  parameters: {noRetry: 'true'}\n  podSets:\n  - podTemplateRef: {name: chunk}\n    count: 9\n";
+    let r = &run(yaml, None).provisioning_requests[0];
+    assert_eq!(r.outcome, RequestOutcome::Failed);
+    let c = r.condition.as_ref().expect("condition");
+    assert_eq!(
+        (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+        ("Failed", "True", "CapacityIsNotFound")
+    );
+    // When it fits, noRetry changes nothing.
+    let fits = yaml.replace("count: 9", "count: 8");
+    assert_eq!(
+        run(&fits, None).provisioning_requests[0].outcome,
+        RequestOutcome::Provisioned
+    );
+}
+
 const PROVISIONED_AT_10: &str = "status:\n  conditions:\n  - {type: Provisioned, status: 'True', reason: CapacityIsFound, message: m, lastTransitionTime: '2026-12-01T10:00:00Z'}\n";
 
 #[test]
