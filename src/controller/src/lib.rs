@@ -32,6 +32,7 @@ pub mod lease;
 pub mod metrics;
 pub mod notices;
 pub mod pods;
+pub mod provreq;
 pub mod run;
 pub mod snapshot;
 pub mod status;
