@@ -77,7 +77,8 @@ enum Route {
     Groups,
     Group(String),
     GroupResources(String, String),
-    Resource(ResourcePath),
+    /// Boxed: a resource's definition dwarfs the other routes.
+    Resource(Box<ResourcePath>),
 }
 
 fn parse_resource(
@@ -113,12 +114,12 @@ fn parse_resource(
     {
         return Err(ApiError::UnknownResource);
     }
-    Ok(Route::Resource(ResourcePath {
+    Ok(Route::Resource(Box::new(ResourcePath {
         def,
         namespace,
         name,
         sub,
-    }))
+    })))
 }
 
 fn parse_route(registry: &Registry, path: &str) -> Result<Route, ApiError> {
@@ -517,7 +518,7 @@ mod tests {
 
     fn resource(path: &str) -> ResourcePath {
         match route(path) {
-            Ok(Route::Resource(p)) => p,
+            Ok(Route::Resource(p)) => *p,
             other => panic!("{path} is not a resource path: {other:?}"),
         }
     }

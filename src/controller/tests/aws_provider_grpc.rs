@@ -6,13 +6,6 @@
 //! and the controller sees exactly the machines it asked for register.
 //!
 //! moto must be installed (`pip install 'moto[server]'`); without it this test fails.
-//!
-//! NOT YET COMPILED: this file sits in `tests/pending/` (which cargo does not build) because
-//! building `dra-controller`'s tests with the AWS provider recompiles `aws-sdk-ec2` in the
-//! controller's feature set, which did not fit the session. To enable it: move it to
-//! `src/controller/tests/`, add `dra-provider-aws = { path = "../../cloudproviders/aws" }` to
-//! `[dev-dependencies]` of `src/controller/Cargo.toml`, and run
-//! `cargo test -p dra-controller --test aws_provider_grpc`.
 
 mod common;
 
@@ -50,14 +43,14 @@ async fn gpu_class(client: &Client) {
             name: Some("gpu.nvidia.com".into()),
             ..Default::default()
         },
-        spec: DeviceClassSpec {
+        spec: Some(DeviceClassSpec {
             selectors: Some(vec![DeviceSelector {
                 cel: Some(CELDeviceSelector {
                     expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'".into(),
                 }),
             }]),
             ..Default::default()
-        },
+        }),
     };
     Api::<DeviceClass>::all(client.clone())
         .create(&PostParams::default(), &class)
@@ -73,7 +66,7 @@ async fn gpu_member(client: &Client, gang: &str, name: &str) {
             namespace: Some("default".into()),
             ..Default::default()
         },
-        spec: ResourceClaimSpec {
+        spec: Some(ResourceClaimSpec {
             devices: Some(DeviceClaim {
                 requests: Some(vec![DeviceRequest {
                     name: "gpus".into(),
@@ -87,7 +80,7 @@ async fn gpu_member(client: &Client, gang: &str, name: &str) {
                 }]),
                 ..Default::default()
             }),
-        },
+        }),
         status: None,
     };
     Api::<ResourceClaim>::namespaced(client.clone(), "default")
