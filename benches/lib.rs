@@ -32,6 +32,26 @@ fn q(s: &str) -> Quantity {
     Quantity(s.to_string())
 }
 
+/// A node group as the snapshot holds it: a `dra-autoscaler.io/v1alpha1`
+/// NodeGroup object named `name` with `spec`.
+#[must_use]
+pub fn node_group_object(
+    name: &str,
+    spec: &dra_api::NodeGroupSpec,
+) -> dra_sim::objects::ExtraObject {
+    dra_sim::objects::ExtraObject {
+        api_version: "dra-autoscaler.io/v1alpha1".into(),
+        kind: "NodeGroup".into(),
+        origin: dra_sim::objects::Origin::default(),
+        value: serde_json::json!({
+            "apiVersion": "dra-autoscaler.io/v1alpha1",
+            "kind": "NodeGroup",
+            "metadata": {"name": name},
+            "spec": spec,
+        }),
+    }
+}
+
 /// A node with generous CPU and memory.
 #[must_use]
 pub fn node(name: &str) -> Node {
@@ -271,12 +291,14 @@ pub fn gpu_cluster(nodes: usize, gpus: usize, pods: usize) -> ClusterObjects {
 /// 22664681, v1.14.0-20; neither file changed since v1.14.0), except that
 /// the pods' random draws come from [`SplitMix`] rather than Go's
 /// `math/rand` (see [`pods`]).
+pub mod scaledown;
+
 pub mod karpenter {
     use std::collections::BTreeMap;
 
     use dra_api::{CapacityType, NodeGroupSpec, NodeTemplate, TopologyDomain};
     use dra_sim::ClusterObjects;
-    use dra_sim::objects::{ExtraObject, Origin};
+    use dra_sim::objects::ExtraObject;
     use k8s_openapi::api::core::v1::{
         Affinity, Container, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec,
         ResourceRequirements, TopologySpreadConstraint,
@@ -380,19 +402,9 @@ pub mod karpenter {
                         allocatable: None,
                         resource_slices: Vec::new(),
                     },
+                    scale_down: None,
                 };
-                let value = serde_json::json!({
-                    "apiVersion": "dra-autoscaler.io/v1alpha1",
-                    "kind": "NodeGroup",
-                    "metadata": {"name": name},
-                    "spec": spec,
-                });
-                groups.push(ExtraObject {
-                    api_version: "dra-autoscaler.io/v1alpha1".into(),
-                    kind: "NodeGroup".into(),
-                    origin: Origin::default(),
-                    value,
-                });
+                groups.push(super::node_group_object(&name, &spec));
             }
         }
         groups
@@ -698,6 +710,8 @@ pub mod karpenter {
     }
 }
 
+pub mod colocated;
+
 /// The GPU-gang planning workload of the planner benchmark (b): pending
 /// gangs of pods that each want one GPU partition through DRA, existing
 /// nodes (every tenth with one partitionable GPU, the rest CPU-only) and
@@ -782,18 +796,9 @@ pub mod gangs {
                         .map(|s| s.spec)
                         .collect(),
                 },
+                scale_down: None,
             };
-            objects.extra.push(ExtraObject {
-                api_version: "dra-autoscaler.io/v1alpha1".into(),
-                kind: "NodeGroup".into(),
-                origin: Origin::default(),
-                value: serde_json::json!({
-                    "apiVersion": "dra-autoscaler.io/v1alpha1",
-                    "kind": "NodeGroup",
-                    "metadata": {"name": name},
-                    "spec": spec,
-                }),
-            });
+            objects.extra.push(super::node_group_object(&name, &spec));
         }
         objects
     }
@@ -887,4 +892,116 @@ pub mod mixed {
             ..ClusterObjects::default()
         }
     }
+}
+
+/// `kubectl get pods -A -o yaml` of `n` running pods, as kubectl prints them
+/// (a `kind: List` with metadata, managed fields, spec, status): the shape of
+/// a real snapshot, ~2 KB of YAML a pod.
+#[must_use]
+pub fn kubectl_pods_yaml(n: usize) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("apiVersion: v1\nitems:\n");
+    for i in 0..n {
+        let ns = format!("team-{}", i % 40);
+        let _ = write!(
+            out,
+            r#"- apiVersion: v1
+  kind: Pod
+  metadata:
+    annotations:
+      kubectl.kubernetes.io/restartedAt: "2026-11-30T10:00:00Z"
+    creationTimestamp: "2026-11-30T10:{m:02}:{s:02}Z"
+    generateName: worker-{rs}-
+    labels:
+      app: worker
+      pod-template-hash: "{rs}"
+      team: "{team}"
+    name: worker-{rs}-{i:06}
+    namespace: {ns}
+    ownerReferences:
+    - apiVersion: apps/v1
+      blockOwnerDeletion: true
+      controller: true
+      kind: ReplicaSet
+      name: worker-{rs}
+      uid: 4b1f0c3e-0000-4000-8000-{i:012}
+    resourceVersion: "{rv}"
+    uid: 9a1e2b3c-0000-4000-8000-{i:012}
+  spec:
+    containers:
+    - image: registry.example.com/worker:1.2.3
+      imagePullPolicy: IfNotPresent
+      name: worker
+      ports:
+      - containerPort: 8080
+        name: http
+        protocol: TCP
+      resources:
+        limits:
+          memory: 2Gi
+        requests:
+          cpu: 500m
+          memory: 1Gi
+      terminationMessagePath: /dev/termination-log
+      terminationMessagePolicy: File
+      volumeMounts:
+      - mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+        name: kube-api-access-{i:06}
+        readOnly: true
+    dnsPolicy: ClusterFirst
+    enableServiceLinks: true
+    nodeName: node-{node:05}
+    preemptionPolicy: PreemptLowerPriority
+    priority: 0
+    restartPolicy: Always
+    schedulerName: default-scheduler
+    securityContext: {{}}
+    serviceAccount: default
+    serviceAccountName: default
+    terminationGracePeriodSeconds: 30
+    tolerations:
+    - effect: NoExecute
+      key: node.kubernetes.io/not-ready
+      operator: Exists
+      tolerationSeconds: 300
+    - effect: NoExecute
+      key: node.kubernetes.io/unreachable
+      operator: Exists
+      tolerationSeconds: 300
+    volumes:
+    - name: kube-api-access-{i:06}
+      projected:
+        defaultMode: 420
+        sources:
+        - serviceAccountToken:
+            expirationSeconds: 3607
+            path: token
+  status:
+    conditions:
+    - lastProbeTime: null
+      lastTransitionTime: "2026-11-30T10:00:01Z"
+      status: "True"
+      type: PodScheduled
+    - lastProbeTime: null
+      lastTransitionTime: "2026-11-30T10:00:05Z"
+      status: "True"
+      type: Ready
+    hostIP: 10.0.{a}.{b}
+    phase: Running
+    podIP: 10.1.{a}.{b}
+    qosClass: Burstable
+    startTime: "2026-11-30T10:00:01Z"
+"#,
+            m = (i / 60) % 60,
+            s = i % 60,
+            rs = format!("{:010x}", i / 10),
+            team = i % 40,
+            rv = 100_000 + i,
+            node = i / 25,
+            a = (i / 250) % 250,
+            b = i % 250,
+        );
+    }
+    out.push_str("kind: List\nmetadata:\n  resourceVersion: \"\"\n");
+    out
 }

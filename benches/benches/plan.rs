@@ -10,11 +10,15 @@
 //! - `gpu_gangs`: 10,000 pending pods in 1,250 gangs of 8, each pod one GPU
 //!   partition through DRA, over 5,000 existing nodes and 50 node groups.
 //!   Target ≤ 1 s. `gpu_gangs_scaling` doubles pods, nodes and groups in turn.
+//! - `colocated_gang_domain_search`: one gang of 64 members that require
+//!   pod affinity to each other on a placement-group key, over 50 node
+//!   groups of one placement group each, all but the dearest one node short:
+//!   every domain is tried. Target ≤ 100 ms.
 //! - `karpenter`: Karpenter's whole scheduling benchmark workload (2,000
 //!   offerings, five-part pod mix) at its sizes; pods/s beside Karpenter's
 //!   figures in docs/benchmarks.md.
 
-use dra_benches::{gangs, karpenter};
+use dra_benches::{colocated, gangs, karpenter};
 use dra_plan::{PlanOptions, PlanReport, plan, prepare};
 use dra_sim::{ClusterObjects, FeatureGates};
 
@@ -74,6 +78,12 @@ fn karpenter_shape_plain(bencher: divan::Bencher) {
 fn gpu_gangs(bencher: divan::Bencher) {
     let objects = gangs::workload(1_250, 8, 5_000, 50);
     bench_plan(bencher, "gpu-gangs", &objects, 10_000);
+}
+
+#[divan::bench(sample_count = 5)]
+fn colocated_gang_domain_search(bencher: divan::Bencher) {
+    let objects = colocated::workload(64, 50);
+    bench_plan(bencher, "colocated-gang", &objects, 64);
 }
 
 #[divan::bench(sample_count = 3, args = ["pods×2", "nodes×2", "groups×2"])]

@@ -328,3 +328,43 @@ fn karpenter_model_packs_fewest_pods_first_and_keeps_anti_affinity_apart() {
     assert_eq!(nodes, 2);
     assert!((price - 4.0 * karpenter::price(0)).abs() < 1e-9, "{price}");
 }
+
+#[test]
+fn colocated_gang_lands_whole_in_the_only_domain_that_holds_it() {
+    use dra_benches::colocated;
+    let report = dra_plan::plan(
+        colocated::workload(64, 50),
+        FeatureGates::default(),
+        &dra_plan::PlanOptions::default(),
+    );
+    assert_eq!(report.pod_groups.len(), 1);
+    assert_eq!(
+        report.pod_groups[0].outcome,
+        dra_plan::report::GangOutcome::Lands
+    );
+    assert_eq!(report.scale_ups.len(), 1, "{:?}", report.scale_ups);
+    assert_eq!(report.scale_ups[0].node_group, "pg-49");
+    assert_eq!(report.scale_ups[0].count, 64 / colocated::PER_NODE);
+    // One domain short of the gang: it waits, naming all 50 domains.
+    let mut short = colocated::workload(64, 50);
+    short.extra.retain(|o| {
+        o.value
+            .pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            != Some("pg-49")
+    });
+    let report = dra_plan::plan(
+        short,
+        FeatureGates::default(),
+        &dra_plan::PlanOptions::default(),
+    );
+    let reasons = &report.pod_groups[0].reasons;
+    assert!(report.scale_ups.is_empty());
+    for i in 0..49 {
+        let prefix = format!("{}=pg-{i:02}: ", colocated::KEY);
+        assert!(
+            reasons.iter().any(|r| r.starts_with(&prefix)),
+            "{prefix} in {reasons:?}"
+        );
+    }
+}

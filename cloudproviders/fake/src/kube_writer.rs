@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use dra_api::NODE_GROUP_LABEL;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference, Time};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -58,7 +58,7 @@ impl KubeWriter {
     /// provider id, the kwok marker and the kubelet's version.
     #[must_use]
     pub fn node_object(group: &GroupConfig, name: &str) -> Node {
-        let mut node = dra_api::new_node(&group.name, &group.spec, name).node;
+        let mut node = dra_api::new_node(&group.node_group, &group.spec, name).node;
         let time = Time(now());
         node.metadata.annotations = Some(BTreeMap::from([(
             "kwok.x-k8s.io/node".to_owned(),
@@ -77,6 +77,16 @@ impl KubeWriter {
                 info.kubelet_version = "fake".to_owned();
                 info.os_image = "dra-provider-fake".to_owned();
             }
+            status.addresses = Some(vec![
+                NodeAddress {
+                    type_: "InternalIP".to_owned(),
+                    address: internal_ip(name),
+                },
+                NodeAddress {
+                    type_: "Hostname".to_owned(),
+                    address: name.to_owned(),
+                },
+            ]);
         }
         node
     }
@@ -132,7 +142,8 @@ impl KubeWriter {
         Ok(uid)
     }
 
-    /// Publishes the template's slices for node `name`, as the node's DRA driver would.
+    /// Publishes the template's slices for node `name`, as the node's DRA driver would, while
+    /// `keep_going` says so (it is asked before each create). Returns how many were created.
     ///
     /// # Errors
     /// The API server's error.
@@ -141,15 +152,21 @@ impl KubeWriter {
         group: &GroupConfig,
         name: &str,
         uid: &str,
-    ) -> Result<(), kube::Error> {
-        for mut slice in dra_api::new_node(&group.name, &group.spec, name).slices {
+        keep_going: impl Fn() -> bool,
+    ) -> Result<usize, kube::Error> {
+        let mut created = 0;
+        for mut slice in dra_api::new_node(&group.node_group, &group.spec, name).slices {
+            if !keep_going() {
+                break;
+            }
             slice.metadata.owner_references = Some(vec![owner(name, uid)]);
             match self.slices.create(&PostParams::default(), &slice).await {
+                Ok(_) => created += 1,
                 Err(kube::Error::Api(status)) if status.is_already_exists() => {}
-                other => drop(other?),
+                Err(err) => return Err(err),
             }
         }
-        Ok(())
+        Ok(created)
     }
 
     /// Renews the Lease of node `name` (`renewTime = now`).
@@ -194,7 +211,7 @@ impl KubeWriter {
         )
     }
 
-    /// Nodes this provider owns, as `(group, node name)`.
+    /// Nodes this provider owns, as `(node group label value, node name)`.
     ///
     /// # Errors
     /// The API server's error.
@@ -218,6 +235,16 @@ impl KubeWriter {
             })
             .collect())
     }
+}
+
+/// A stable private address for node `name` (the fake has no network; kubectl and pod
+/// statuses show it as the node's and the pods' host IP).
+fn internal_ip(name: &str) -> String {
+    let hash = name.bytes().fold(2_166_136_261_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(16_777_619)
+    });
+    let [_, _, c, d] = hash.to_be_bytes();
+    format!("192.168.{c}.{}", d.max(1))
 }
 
 fn owner(name: &str, uid: &str) -> OwnerReference {

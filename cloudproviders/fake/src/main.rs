@@ -5,17 +5,20 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
+use dra_provider::logging::{self, LogFormat};
 use dra_provider::{ServeOptions, ServerTls};
 use dra_provider_fake::{Config, FakeProvider};
 
-/// Fake cloud provider: node groups from YAML; instances become kubelet-less Nodes and DRA
-/// ResourceSlices in the cluster given by the kubeconfig.
+/// Fake cloud provider: serves the NodeGroups of the cluster (and node groups from YAML);
+/// instances become kubelet-less Nodes and DRA ResourceSlices in the cluster given by the
+/// kubeconfig.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
-    /// Node groups and faults (YAML).
+    /// Faults, timings and node groups not described by NodeGroup objects (YAML). Without it,
+    /// the NodeGroups whose spec.provider is `fake` are served with no faults.
     #[arg(long, env = "DRA_FAKE_CONFIG")]
-    config: PathBuf,
+    config: Option<PathBuf>,
     /// Kubeconfig of the cluster to write Nodes and slices into; in-cluster config when absent.
     #[arg(long, env = "KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
@@ -37,6 +40,9 @@ struct Args {
     /// Also fill the fields cluster-autoscaler <= 1.34 reads.
     #[arg(long, env = "DRA_FAKE_LEGACY_FIELDS")]
     legacy_fields: bool,
+    /// Log format: text or json (level: RUST_LOG, default info).
+    #[arg(long, env = "DRA_FAKE_LOG_FORMAT", default_value = "text")]
+    log_format: LogFormat,
 }
 
 async fn kube_client(kubeconfig: Option<PathBuf>) -> anyhow::Result<kube::Client> {
@@ -57,11 +63,8 @@ async fn kube_client(kubeconfig: Option<PathBuf>) -> anyhow::Result<kube::Client
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
     let Args {
-        config,
+        config: config_path,
         kubeconfig,
         listen,
         tls_cert,
@@ -69,8 +72,19 @@ async fn main() -> anyhow::Result<()> {
         tls_client_ca,
         state_file,
         legacy_fields,
+        log_format,
     } = Args::parse();
-    let config = Config::load(&config)?;
+    logging::init(log_format)?;
+    let config = match &config_path {
+        Some(path) => Config::load(path)?,
+        None => Config::parse("{}", "the defaults")?,
+    };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        config = ?config_path.as_ref().map(|p| p.display().to_string()),
+        provider_name = %config.provider_name,
+        "starting dra-provider-fake"
+    );
     let provider = FakeProvider::new(config, kube_client(kubeconfig).await?, state_file).await?;
     let _renewal = provider.spawn_lease_renewal();
     let tls = tls_cert.zip(tls_key).map(|(cert, key)| ServerTls {

@@ -1,20 +1,19 @@
-//! [`FakeProvider`]: the [`CloudProvider`] of the fake cloud.
+//! [`FakeProvider`]: the fake cloud, its groups and the start/rollback of instances. The gRPC
+//! calls themselves are in [`crate::calls`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use dra_api::{NODE_GROUP_LABEL, NodeGroupSpec};
-use dra_provider::{
-    AtomicIncrease, CapacityType, CloudProvider, Instance, InstanceDetails, InstanceState,
-    NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus, TemplateNode,
-};
+use dra_provider::{CapacityType, NodeGroupRef, ProviderError, TemplateNode};
 use tokio::sync::Mutex;
 
 use crate::cloud::{CloudState, InstanceRecord, Limit, StateError};
 use crate::config::{Config, GroupConfig};
+use crate::groups::{self, Resolved, Skipped};
 use crate::kube_writer::KubeWriter;
+use crate::publisher::Publishers;
 
 /// Failure to start the fake.
 #[derive(Debug, thiserror::Error)]
@@ -29,21 +28,33 @@ pub enum StartError {
 
 /// The fake cloud provider.
 pub struct FakeProvider {
-    config: Config,
-    groups: BTreeMap<String, GroupConfig>,
-    state: Mutex<CloudState>,
+    pub(crate) config: Config,
+    groups: RwLock<BTreeMap<String, Arc<GroupConfig>>>,
+    /// The NodeGroups skipped at the last change, so each reason is logged once.
+    skipped: std::sync::Mutex<Vec<Skipped>>,
+    pub(crate) state: Mutex<CloudState>,
     state_file: Option<PathBuf>,
-    kube: KubeWriter,
+    pub(crate) kube: KubeWriter,
     write_failures: std::sync::Mutex<BTreeMap<String, u32>>,
+    publishers: Publishers,
+    watch_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-fn unix_now() -> i64 {
+impl std::fmt::Debug for FakeProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeProvider")
+            .field("groups", &self.group_ids())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0))
 }
 
-fn kube_err(action: &str, name: &str) -> impl FnOnce(kube::Error) -> ProviderError {
+pub(crate) fn kube_err(action: &str, name: &str) -> impl FnOnce(kube::Error) -> ProviderError {
     let message = format!("unable to {action} for instance {name}");
     move |err| ProviderError::Unavailable {
         message: format!("{message}: {err}"),
@@ -51,9 +62,10 @@ fn kube_err(action: &str, name: &str) -> impl FnOnce(kube::Error) -> ProviderErr
 }
 
 impl FakeProvider {
-    /// Builds the provider. State comes from `state_file` when it exists, else from the Nodes
-    /// it owns in the API server; every recorded instance then gets its Node, Lease and slices
-    /// back if they are missing (a kill between two writes is repaired here).
+    /// Builds the provider. Groups come from the file and from the NodeGroups in the API server
+    /// (listed once now, then watched). State comes from `state_file` when it exists, else from
+    /// the Nodes it owns in the API server; every recorded instance then gets its Node, Lease
+    /// and slices back if they are missing (a kill between two writes is repaired here).
     ///
     /// # Errors
     /// [`StartError`].
@@ -62,50 +74,166 @@ impl FakeProvider {
         client: kube::Client,
         state_file: Option<PathBuf>,
     ) -> Result<Arc<Self>, StartError> {
-        let kube = KubeWriter::new(client);
-        let groups: BTreeMap<_, _> = config
-            .node_groups
-            .iter()
-            .map(|g| (g.name.clone(), g.clone()))
-            .collect();
-        let state = match state_file
+        let kube = KubeWriter::new(client.clone());
+        let listed = match groups::list_node_groups(&client).await {
+            Ok(listed) => listed,
+            Err(err) => {
+                tracing::warn!(%err, "unable to list NodeGroups; serving the config file's groups until the watch succeeds");
+                None
+            }
+        };
+        if listed.is_none() {
+            tracing::info!(
+                "the API server does not serve NodeGroups (yet); serving the config file's groups"
+            );
+        }
+        let provider = Arc::new(Self {
+            config,
+            groups: RwLock::new(BTreeMap::new()),
+            skipped: std::sync::Mutex::new(Vec::new()),
+            state: Mutex::new(CloudState::default()),
+            state_file,
+            kube,
+            write_failures: std::sync::Mutex::new(BTreeMap::new()),
+            publishers: Publishers::default(),
+            watch_task: std::sync::Mutex::new(None),
+        });
+        provider.set_groups(&listed.unwrap_or_default());
+        let state = match provider
+            .state_file
             .as_deref()
             .map(CloudState::load)
             .transpose()?
             .flatten()
         {
             Some(state) => state,
-            None => derive_state(&kube).await.map_err(StartError::Kube)?,
+            None => provider.derive_state().await.map_err(StartError::Kube)?,
         };
-        let write_failures = groups
-            .values()
-            .map(|g| (g.name.clone(), g.faults.fail_kubernetes_writes))
-            .collect();
-        let provider = Arc::new(Self {
-            config,
-            groups,
-            state: Mutex::new(state),
-            state_file,
-            kube,
-            write_failures: std::sync::Mutex::new(write_failures),
-        });
+        *provider.state.lock().await = state;
         provider.restore().await.map_err(StartError::Kube)?;
+        let weak = Arc::downgrade(&provider);
+        let task = tokio::spawn(groups::watch_node_groups(client, move |objects| {
+            if let Some(provider) = Weak::upgrade(&weak) {
+                provider.set_groups(&objects);
+            }
+        }));
+        *lock(&provider.watch_task) = Some(task);
         Ok(provider)
+    }
+
+    /// Recomputes the served groups from the file and `objects` (the NodeGroups in the API
+    /// server), logging what changed.
+    fn set_groups(&self, objects: &[serde_json::Value]) {
+        let Resolved { groups, skipped } = groups::resolve(&self.config, objects);
+        {
+            let mut previous = lock(&self.skipped);
+            for reason in skipped.iter().filter(|r| !previous.contains(r)) {
+                tracing::warn!(reason = %reason, "NodeGroup not served");
+            }
+            *previous = skipped;
+        }
+        let mut current = self
+            .groups
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (id, group) in &groups {
+            if current.get(id).is_none_or(|old| **old != *group) {
+                tracing::info!(
+                    group = %id,
+                    node_group = %group.node_group,
+                    min = group.spec.min_size,
+                    max = group.spec.max_size,
+                    capacity_type = %group.spec.capacity_type,
+                    "serving node group"
+                );
+            }
+        }
+        for id in current.keys().filter(|id| !groups.contains_key(*id)) {
+            tracing::info!(group = %id, "node group no longer served");
+        }
+        *current = groups
+            .into_iter()
+            .map(|(id, group)| (id, Arc::new(group)))
+            .collect();
+    }
+
+    /// The ids of the groups served now.
+    #[must_use]
+    pub fn group_ids(&self) -> Vec<String> {
+        self.read_groups().keys().cloned().collect()
+    }
+
+    fn read_groups(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<GroupConfig>>> {
+        self.groups
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every group served now.
+    pub(crate) fn all_groups(&self) -> Vec<Arc<GroupConfig>> {
+        self.read_groups().values().cloned().collect()
+    }
+
+    /// The group with id `id`.
+    pub(crate) fn group(&self, id: &str) -> Result<Arc<GroupConfig>, ProviderError> {
+        self.read_groups()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ProviderError::NotFound {
+                what: format!("node group {id:?}"),
+            })
+    }
+
+    /// The group whose Nodes carry `node_group` in the node-group label.
+    pub(crate) fn group_labelled(&self, node_group: &str) -> Option<Arc<GroupConfig>> {
+        self.read_groups()
+            .values()
+            .find(|g| g.node_group == node_group)
+            .cloned()
+    }
+
+    /// The state from the Nodes this provider owns (their label names the NodeGroup, which
+    /// maps to a group id; an unknown label is kept as the id).
+    async fn derive_state(&self) -> Result<CloudState, kube::Error> {
+        let mut state = CloudState::default();
+        for (label, name) in self.kube.owned_nodes().await? {
+            let id = self
+                .group_labelled(&label)
+                .map_or(label, |g| g.name.clone());
+            let index = name
+                .rsplit('-')
+                .next()
+                .and_then(|i| i.parse::<u64>().ok())
+                .unwrap_or(0);
+            state.next_index = state.next_index.max(index);
+            let record = InstanceRecord {
+                name: name.clone(),
+                reservation_id: None,
+                requested_at: unix_now(),
+            };
+            state.group_mut(&id).instances.insert(name, record);
+        }
+        Ok(state)
     }
 
     async fn restore(self: &Arc<Self>) -> Result<(), kube::Error> {
         let state = self.state.lock().await.clone();
         for (group_name, group_state) in &state.groups {
-            let Some(group) = self.groups.get(group_name) else {
-                tracing::warn!(
-                    group = group_name,
-                    "state has instances of a group the config no longer has"
-                );
+            let Ok(group) = self.group(group_name) else {
+                if !group_state.instances.is_empty() {
+                    tracing::warn!(
+                        group = group_name,
+                        instances = group_state.instances.len(),
+                        "state has instances of a group that is not served (yet); they are kept"
+                    );
+                }
                 continue;
             };
             for name in group_state.instances.keys() {
-                let uid = self.kube.create_node(group, name).await?;
-                self.kube.publish_slices(group, name, &uid).await?;
+                let uid = self.kube.create_node(&group, name).await?;
+                self.kube
+                    .publish_slices(&group, name, &uid, || true)
+                    .await?;
             }
         }
         Ok(())
@@ -135,13 +263,7 @@ impl FakeProvider {
         })
     }
 
-    fn group(&self, id: &str) -> Result<&GroupConfig, ProviderError> {
-        self.groups.get(id).ok_or_else(|| ProviderError::NotFound {
-            what: format!("node group {id:?}"),
-        })
-    }
-
-    fn save(&self, state: &CloudState) -> Result<(), ProviderError> {
+    pub(crate) fn save(&self, state: &CloudState) -> Result<(), ProviderError> {
         if let Some(path) = &self.state_file {
             state.save(path).map_err(|err| ProviderError::Internal {
                 message: err.to_string(),
@@ -150,23 +272,22 @@ impl FakeProvider {
         Ok(())
     }
 
-    fn injected_write_failure(&self, group: &str) -> bool {
-        let mut failures = self
-            .write_failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match failures.get_mut(group) {
-            Some(left) if *left > 0 => {
-                *left -= 1;
-                true
-            }
-            _ => false,
+    fn injected_write_failure(&self, group: &GroupConfig) -> bool {
+        let mut failures = lock(&self.write_failures);
+        let left = failures
+            .entry(group.name.clone())
+            .or_insert(group.faults.fail_kubernetes_writes);
+        if *left > 0 {
+            *left -= 1;
+            true
+        } else {
+            false
         }
     }
 
     /// Starts `count` instances: Nodes and Leases now, slices after the configured delay. On
     /// any failure everything started by this call is removed again.
-    async fn start(
+    pub(crate) async fn start(
         &self,
         state: &mut CloudState,
         group: &GroupConfig,
@@ -176,9 +297,8 @@ impl FakeProvider {
             tokio::time::sleep(Duration::from_millis(group.faults.start_latency_ms)).await;
         }
         let records = state.add_instances(group, count, unix_now());
-        let mut created = Vec::new();
         for record in &records {
-            let result = if self.injected_write_failure(&group.name) {
+            let result = if self.injected_write_failure(group) {
                 Err(ProviderError::Unavailable {
                     message: format!(
                         "injected Kubernetes write failure for instance {}",
@@ -193,8 +313,14 @@ impl FakeProvider {
             };
             match result {
                 Ok(uid) => {
-                    created.push(record.name.clone());
-                    self.publish_later(group.clone(), record.name.clone(), uid);
+                    tracing::info!(group = %group.name, node = %record.name, "started instance");
+                    self.publishers.start(
+                        self.kube.clone(),
+                        group.clone(),
+                        record.name.clone(),
+                        uid,
+                        Duration::from_millis(self.config.slice_delay_ms),
+                    );
                 }
                 Err(err) => {
                     self.roll_back(
@@ -203,7 +329,11 @@ impl FakeProvider {
                         &records.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
                     )
                     .await;
-                    return Err(err);
+                    // Everything this call started is gone again: tell the client it may
+                    // retry at once rather than wait for machines that will not come.
+                    return Err(ProviderError::NotStarted {
+                        message: format!("{err}; the instances this call started were rolled back"),
+                    });
                 }
             }
         }
@@ -211,21 +341,18 @@ impl FakeProvider {
         Ok(records)
     }
 
-    fn publish_later(&self, group: GroupConfig, name: String, uid: String) {
-        let kube = self.kube.clone();
-        let delay = Duration::from_millis(self.config.slice_delay_ms);
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            if let Err(err) = kube.publish_slices(&group, &name, &uid).await {
-                tracing::warn!(node = name, %err, "unable to publish ResourceSlices");
-            }
-        });
+    /// Removes the instances `names` of group `group`: their slice publication first (so no
+    /// slice can appear after the deletion), then slices, Lease and Node.
+    pub(crate) async fn delete_instance(&self, name: &str) -> Result<(), kube::Error> {
+        self.publishers.stop(name).await;
+        self.kube.delete_node(name).await
     }
 
-    async fn roll_back(&self, state: &mut CloudState, group: &str, names: &[String]) {
+    pub(crate) async fn roll_back(&self, state: &mut CloudState, group: &str, names: &[String]) {
         for name in names {
-            if let Err(err) = self.kube.delete_node(name).await {
-                tracing::warn!(node = name, %err, "rollback could not delete the Node");
+            match self.delete_instance(name).await {
+                Ok(()) => tracing::info!(group, node = name, "rolled back instance"),
+                Err(err) => tracing::warn!(node = name, %err, "rollback could not delete the Node"),
             }
         }
         state.remove_instances(group, names);
@@ -234,7 +361,7 @@ impl FakeProvider {
         }
     }
 
-    fn refuse(
+    pub(crate) fn refuse(
         limit: Limit,
         group: &str,
         wanted: i32,
@@ -259,9 +386,9 @@ impl FakeProvider {
         }
     }
 
-    fn template_of(group: &GroupConfig) -> TemplateNode {
+    pub(crate) fn template_of(group: &GroupConfig) -> TemplateNode {
         let name = format!("{}-template", group.name);
-        let made = dra_api::new_node(&group.name, &group.spec, &name);
+        let made = dra_api::new_node(&group.node_group, &group.spec, &name);
         TemplateNode {
             node: made.node,
             resource_slices: made.slices,
@@ -269,26 +396,21 @@ impl FakeProvider {
     }
 }
 
-async fn derive_state(kube: &KubeWriter) -> Result<CloudState, kube::Error> {
-    let mut state = CloudState::default();
-    for (group, name) in kube.owned_nodes().await? {
-        let index = name
-            .rsplit('-')
-            .next()
-            .and_then(|i| i.parse::<u64>().ok())
-            .unwrap_or(0);
-        state.next_index = state.next_index.max(index);
-        let record = InstanceRecord {
-            name: name.clone(),
-            reservation_id: None,
-            requested_at: unix_now(),
-        };
-        state.group_mut(&group).instances.insert(name, record);
+impl Drop for FakeProvider {
+    fn drop(&mut self) {
+        if let Some(task) = lock(&self.watch_task).take() {
+            task.abort();
+        }
     }
-    Ok(state)
 }
 
-fn capacity_type(spec: &NodeGroupSpec) -> CapacityType {
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+pub(crate) fn capacity_type(spec: &dra_api::NodeGroupSpec) -> CapacityType {
     match spec.capacity_type {
         dra_api::CapacityType::Reserved => CapacityType::Reserved,
         dra_api::CapacityType::OnDemand => CapacityType::OnDemand,
@@ -296,297 +418,14 @@ fn capacity_type(spec: &NodeGroupSpec) -> CapacityType {
     }
 }
 
-fn group_ref(group: &GroupConfig) -> NodeGroupRef {
+pub(crate) fn group_ref(group: &GroupConfig) -> NodeGroupRef {
     NodeGroupRef {
         id: group.name.clone(),
         min_size: group.spec.min_size,
         max_size: group.spec.max_size,
         debug: format!(
-            "fake node group {} ({})",
-            group.name, group.spec.capacity_type
+            "fake node group {} of NodeGroup {} ({})",
+            group.name, group.node_group, group.spec.capacity_type
         ),
-    }
-}
-
-#[tonic::async_trait]
-impl CloudProvider for FakeProvider {
-    async fn node_groups(&self) -> Result<Vec<NodeGroupRef>, ProviderError> {
-        Ok(self.groups.values().map(group_ref).collect())
-    }
-
-    async fn node_group_for_node(
-        &self,
-        node: &NodeRef,
-    ) -> Result<Option<NodeGroupRef>, ProviderError> {
-        let state = self.state.lock().await;
-        let name = node
-            .provider_id
-            .strip_prefix("fake://")
-            .unwrap_or(&node.name);
-        Ok(self
-            .groups
-            .values()
-            .find(|g| {
-                state
-                    .groups
-                    .get(&g.name)
-                    .is_some_and(|s| s.instances.contains_key(name))
-            })
-            .or_else(|| {
-                node.labels
-                    .get(NODE_GROUP_LABEL)
-                    .and_then(|g| self.groups.get(g))
-            })
-            .map(group_ref))
-    }
-
-    async fn node_price(
-        &self,
-        node: &NodeRef,
-        start: SystemTime,
-        end: SystemTime,
-    ) -> Result<f64, ProviderError> {
-        let group =
-            self.node_group_for_node(node)
-                .await?
-                .ok_or_else(|| ProviderError::NotFound {
-                    what: format!("node {:?}", node.name),
-                })?;
-        let hours = end.duration_since(start).unwrap_or_default().as_secs_f64() / 3600.0;
-        Ok(self.group(&group.id)?.spec.price_per_hour * hours)
-    }
-
-    async fn gpu_label(&self) -> Result<String, ProviderError> {
-        Ok("nvidia.com/gpu.product".to_owned())
-    }
-
-    async fn target_size(&self, id: &str) -> Result<i32, ProviderError> {
-        self.group(id)?;
-        Ok(self.state.lock().await.target(id))
-    }
-
-    async fn increase_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
-        let group = self.group(id)?;
-        let mut state = self.state.lock().await;
-        if state.target(id) + delta > group.spec.max_size {
-            return Err(Self::refuse(
-                Limit::MaxSize,
-                id,
-                delta,
-                group.spec.max_size - state.target(id),
-                0,
-            ));
-        }
-        let (headroom, limit) = state.headroom(group);
-        let startable = delta.min(headroom);
-        if startable > 0 {
-            self.start(&mut state, group, startable).await?;
-        }
-        // Not atomic, like an ASG: what fits is started, the rest is reported.
-        if startable < delta {
-            Err(Self::refuse(limit, id, delta, headroom, 0))
-        } else {
-            Ok(())
-        }
-    }
-
-    async fn delete_nodes(&self, id: &str, nodes: &[NodeRef]) -> Result<(), ProviderError> {
-        let group = self.group(id)?;
-        let mut state = self.state.lock().await;
-        let mut names = Vec::new();
-        for node in nodes {
-            let name = node
-                .provider_id
-                .strip_prefix("fake://")
-                .unwrap_or(&node.name)
-                .to_owned();
-            if !state
-                .groups
-                .get(id)
-                .is_some_and(|g| g.instances.contains_key(&name))
-            {
-                return Err(ProviderError::NotFound {
-                    what: format!("node {name:?} in node group {id:?}"),
-                });
-            }
-            names.push(name);
-        }
-        let remaining = state.target(id) - i32::try_from(names.len()).unwrap_or(i32::MAX);
-        if remaining < group.spec.min_size {
-            return Err(ProviderError::InvalidArgument {
-                message: format!(
-                    "deleting {} nodes would take node group {id:?} below spec.minSize",
-                    names.len()
-                ),
-            });
-        }
-        for name in &names {
-            self.kube
-                .delete_node(name)
-                .await
-                .map_err(kube_err("delete the Node", name))?;
-        }
-        state.remove_instances(id, &names);
-        self.save(&state)
-    }
-
-    async fn decrease_target_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
-        self.group(id)?;
-        let mut state = self.state.lock().await;
-        let pending = state.group_mut(id).pending;
-        if -delta > pending {
-            return Err(ProviderError::InvalidArgument {
-                message: format!(
-                    "node group {id:?} has {pending} unstarted instances, cannot drop {}",
-                    -delta
-                ),
-            });
-        }
-        state.group_mut(id).pending += delta;
-        self.save(&state)
-    }
-
-    async fn nodes(&self, id: &str) -> Result<Vec<Instance>, ProviderError> {
-        self.group(id)?;
-        let state = self.state.lock().await;
-        Ok(state
-            .groups
-            .get(id)
-            .into_iter()
-            .flat_map(|g| g.instances.values())
-            .map(|r| Instance {
-                id: r.provider_id(),
-                state: InstanceState::Running,
-                error: None,
-            })
-            .collect())
-    }
-
-    async fn template_node(&self, id: &str) -> Result<TemplateNode, ProviderError> {
-        Ok(Self::template_of(self.group(id)?))
-    }
-
-    async fn node_group_details(
-        &self,
-        ids: &[String],
-    ) -> Result<Vec<NodeGroupDetails>, ProviderError> {
-        let state = self.state.lock().await;
-        let selected: Vec<&GroupConfig> = if ids.is_empty() {
-            self.groups.values().collect()
-        } else {
-            ids.iter()
-                .map(|id| self.group(id))
-                .collect::<Result<_, _>>()?
-        };
-        Ok(selected
-            .into_iter()
-            .map(|group| {
-                let in_use = state.groups.get(&group.name).map_or(0, |g| {
-                    i32::try_from(
-                        g.instances
-                            .values()
-                            .filter(|r| r.reservation_id.is_some())
-                            .count(),
-                    )
-                    .unwrap_or(0)
-                });
-                NodeGroupDetails {
-                    id: group.name.clone(),
-                    template: Self::template_of(group),
-                    capacity_type: capacity_type(&group.spec),
-                    reservation: group.spec.reservation.as_ref().map(|r| ReservationStatus {
-                        id: r.id.clone(),
-                        total: r.total,
-                        in_use,
-                        end_time: r.end_time.as_ref().map(|t| {
-                            UNIX_EPOCH
-                                + Duration::from_secs(u64::try_from(t.0.as_second()).unwrap_or(0))
-                        }),
-                    }),
-                    price_per_hour: group.spec.price_per_hour,
-                    topology_domain: group
-                        .spec
-                        .topology_domain
-                        .as_ref()
-                        .map(|t| (t.key.clone(), t.value.clone())),
-                    priority: group.spec.priority,
-                }
-            })
-            .collect())
-    }
-
-    async fn atomic_increase_size(
-        &self,
-        request: &AtomicIncrease,
-    ) -> Result<Vec<String>, ProviderError> {
-        let group = self.group(&request.id)?;
-        let mut state = self.state.lock().await;
-        if !request.request_id.is_empty()
-            && let Some(ids) = state
-                .group_mut(&group.name)
-                .requests
-                .get(&request.request_id)
-        {
-            return Ok(ids.clone());
-        }
-        let (headroom, limit) = state.headroom(group);
-        if let Some(partial) = group.faults.partial_fulfilment
-            && partial < request.min_count
-        {
-            // The cloud starts some, then cannot reach minCount: roll back what started.
-            let started = self.start(&mut state, group, partial.min(headroom)).await?;
-            let names: Vec<String> = started.iter().map(|r| r.name.clone()).collect();
-            self.roll_back(&mut state, &group.name, &names).await;
-            let rolled_back = i32::try_from(names.len()).unwrap_or(0);
-            return Err(Self::refuse(
-                Limit::Capacity,
-                &group.name,
-                request.min_count,
-                partial,
-                rolled_back,
-            ));
-        }
-        if headroom < request.min_count {
-            return Err(Self::refuse(
-                limit,
-                &group.name,
-                request.min_count,
-                headroom,
-                0,
-            ));
-        }
-        let started = self
-            .start(&mut state, group, request.count.min(headroom))
-            .await?;
-        let ids: Vec<String> = started.iter().map(InstanceRecord::provider_id).collect();
-        if !request.request_id.is_empty() {
-            state
-                .group_mut(&group.name)
-                .requests
-                .insert(request.request_id.clone(), ids.clone());
-            self.save(&state)?;
-        }
-        Ok(ids)
-    }
-
-    async fn instance_details(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
-        self.group(id)?;
-        let state = self.state.lock().await;
-        Ok(state
-            .groups
-            .get(id)
-            .into_iter()
-            .flat_map(|g| g.instances.values())
-            .map(|r| InstanceDetails {
-                id: r.provider_id(),
-                node_name: r.name.clone(),
-                state: InstanceState::Running,
-                error: None,
-                reservation_id: r.reservation_id.clone(),
-                requested_at: u64::try_from(r.requested_at)
-                    .ok()
-                    .map(|s| UNIX_EPOCH + Duration::from_secs(s)),
-            })
-            .collect())
     }
 }

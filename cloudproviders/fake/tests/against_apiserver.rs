@@ -59,6 +59,21 @@ async fn serve(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<Result<(), dra_provider::ServeError>>,
 ) {
+    let (_, client, stop, server) = serve_at(api_client, config, state).await;
+    (client, stop, server)
+}
+
+/// As [`serve`], with the address served.
+async fn serve_at(
+    api_client: kube::Client,
+    config: Config,
+    state: Option<std::path::PathBuf>,
+) -> (
+    std::net::SocketAddr,
+    ProviderClient,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), dra_provider::ServeError>>,
+) {
     let provider = FakeProvider::new(config, api_client, state).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -74,7 +89,7 @@ async fn serve(
     let client = ProviderClient::connect(ClientConfig::new(format!("http://{addr}")))
         .await
         .unwrap();
-    (client, stop, server)
+    (addr, client, stop, server)
 }
 
 async fn harness(faults: &str) -> Harness {
@@ -131,6 +146,13 @@ async fn scaling_by_three_gives_three_ready_nodes_with_their_slices() {
     assert_eq!(nodes.len(), 3);
     for node in &nodes {
         assert!(is_ready(node), "{:?} not Ready", node.metadata.name);
+        let addresses = node.status.as_ref().unwrap().addresses.as_ref().unwrap();
+        assert!(
+            addresses
+                .iter()
+                .any(|a| a.type_ == "InternalIP" && a.address.starts_with("192.168.")),
+            "{addresses:?}"
+        );
         let labels = node.metadata.labels.as_ref().unwrap();
         assert_eq!(labels["dra-autoscaler.io/node-group"], "gpu");
         assert_eq!(labels["node.kubernetes.io/instance-type"], "gpu-2x");
@@ -276,8 +298,42 @@ async fn partial_fulfilment_is_rolled_back() {
         nodes(&h.api).await.is_empty(),
         "the two started nodes are gone again"
     );
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Their slices were due 50 ms after the Nodes: well after the rollback. A publication
+    // racing the rollback would leave them behind with no Node.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(h.client.target_size("gpu").await.unwrap(), 0);
+    assert!(
+        slices(&h.api).await.is_empty(),
+        "no ResourceSlice outlives the rolled-back nodes"
+    );
+    assert!(nodes(&h.api).await.is_empty());
+    let _ = h.stop.send(());
+}
+
+#[tokio::test]
+async fn deleting_a_node_before_its_slices_are_due_leaves_no_slices() {
+    let h = harness("{}").await;
+    h.client.increase_size("gpu", 1).await.unwrap();
+    let node = nodes(&h.api).await.remove(0);
+    let name = node.metadata.name.clone().unwrap();
+    let provider_id = node.spec.unwrap().provider_id.unwrap();
+    h.client
+        .delete_nodes(
+            "gpu",
+            &[dra_provider::NodeRef {
+                name,
+                provider_id,
+                ..Default::default()
+            }],
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(nodes(&h.api).await.is_empty());
+    assert!(
+        slices(&h.api).await.is_empty(),
+        "the pending slices were cancelled"
+    );
     let _ = h.stop.send(());
 }
 
@@ -285,7 +341,9 @@ async fn partial_fulfilment_is_rolled_back() {
 async fn kubernetes_write_failure_rolls_back_the_start() {
     let h = harness("{failKubernetesWrites: 1}").await;
     let err = h.client.increase_size("gpu", 2).await.unwrap_err();
-    assert_eq!(err.category(), ErrorCategory::Transient);
+    // Nothing of the start is left, and the provider says so: retry at once.
+    assert_eq!(err.category(), ErrorCategory::NotSent, "{err}");
+    assert!(err.to_string().contains("rolled back"), "{err}");
     assert!(nodes(&h.api).await.is_empty());
     h.client.increase_size("gpu", 2).await.unwrap();
     assert_eq!(nodes(&h.api).await.len(), 2, "the next attempt works");
@@ -353,4 +411,41 @@ async fn extension_describes_the_group_and_its_template() {
         "16"
     );
     let _ = h.stop.send(());
+}
+
+#[tokio::test]
+async fn a_start_slower_than_the_clients_deadline_finishes_and_a_resend_starts_nothing_twice() {
+    let api = FakeApiServer::builder().start().await.unwrap();
+    let (addr, client, stop, _server) =
+        serve_at(api.client(), config("{startLatencyMs: 700}"), None).await;
+    let mut hasty = ClientConfig::new(format!("http://{addr}"));
+    hasty.call_timeout = Duration::from_millis(200);
+    hasty.retry.max_attempts = 1;
+    let hasty = ProviderClient::connect(hasty).await.unwrap();
+    let request = AtomicIncrease {
+        id: "gpu".into(),
+        count: 2,
+        min_count: 2,
+        request_id: "req-slow".into(),
+    };
+    let err = hasty.atomic_increase_size(&request).await.unwrap_err();
+    assert_eq!(err.category(), ErrorCategory::Unknown, "{err}");
+
+    // The client gave up; the provider did not.
+    let mut started = Vec::new();
+    for _ in 0..100 {
+        started = nodes(&api).await;
+        if started.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(started.len(), 2, "the start finished after the deadline");
+
+    // The same request id again: the same instances, nothing new.
+    let ids = client.atomic_increase_size(&request).await.unwrap();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(nodes(&api).await.len(), 2);
+    assert_eq!(client.target_size("gpu").await.unwrap(), 2);
+    let _ = stop.send(());
 }

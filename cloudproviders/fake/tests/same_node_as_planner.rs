@@ -34,6 +34,7 @@ fn without_runtime_facts(mut node: Node) -> Node {
             info.kubelet_version = String::new();
             info.os_image = String::new();
         }
+        status.addresses = None;
     }
     node
 }
@@ -48,11 +49,7 @@ fn the_fake_providers_node_is_the_planners_template_node() {
     ] {
         let group = example(file);
         let name = group.metadata.name.clone().unwrap();
-        let config = GroupConfig {
-            name: name.clone(),
-            spec: group.spec.clone(),
-            faults: Faults::default(),
-        };
+        let config = GroupConfig::from_file(&name, group.spec.clone(), Faults::default());
         let planned = Group {
             name,
             spec: group.spec,

@@ -1,4 +1,4 @@
-//! Machine type → node template, shared by the cloud providers (AWS today, GCE next).
+//! Machine type → node template, shared by the cloud providers (AWS and GCE).
 //!
 //! ```text
 //!  MachineShape (vCPUs, memory, arch, max pods, GPUs, Neuron, EFA, zone)   TemplateOptions
@@ -12,11 +12,15 @@
 //! * [`shape`]: what the cloud says about a machine type.
 //! * [`options`]: per-group overrides, with the defaults the EKS AMI and NVIDIA's driver use.
 //! * [`eks`]: the EKS AMI's kubelet settings (max pods, kubeReserved, evictionHard).
+//! * [`gke`]: the GKE node image's (kubeReserved tiers, kernel and OS shares, evictionHard).
+//! * [`gce`]: GCE accelerator type names as GPU models with their memory.
 //! * [`nvidia`]: the ResourceSlices `gpu.nvidia.com` publishes, MIG included.
 //!
 //! Pure: no I/O, no clock.
 
 pub mod eks;
+pub mod gce;
+pub mod gke;
 pub mod nvidia;
 pub mod options;
 pub mod shape;
@@ -24,4 +28,4 @@ mod template;
 
 pub use options::{GpuOptions, TemplateOptions};
 pub use shape::{Architecture, Gpu, MachineShape, NeuronDevices};
-pub use template::{TemplateError, node_template};
+pub use template::{GKE_ZONE_LABEL, Platform, TemplateError, node_template, node_template_for};

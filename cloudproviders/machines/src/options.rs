@@ -74,6 +74,10 @@ pub struct GpuOptions {
     /// MIG partitions are published (the node runs the driver with MIG on).
     #[serde(default)]
     pub mig: bool,
+    /// Memory of one GPU in MiB, overriding what the cloud or the built-in table says (needed
+    /// for GPU models the table does not know on clouds that do not report memory, like GCE).
+    #[serde(default)]
+    pub memory_mib: Option<u64>,
     /// NVIDIA driver version of the node image.
     #[serde(default)]
     pub driver_version: Option<String>,
@@ -116,6 +120,7 @@ impl Default for GpuOptions {
             dra: true,
             device_plugin: false,
             mig: false,
+            memory_mib: None,
             driver_version: None,
             cuda_driver_version: None,
             brand: None,

@@ -1,4 +1,5 @@
-//! [`node_template`]: machine shape + group options → the group's [`NodeTemplate`].
+//! [`node_template`]: machine shape + group options → the group's [`NodeTemplate`], for the node
+//! image of a [`Platform`] (EKS AMI or GKE).
 
 use std::collections::BTreeMap;
 
@@ -8,16 +9,32 @@ use dra_sim::quantity::{Amount, NANO_PER_MILLI, Value};
 use k8s_openapi::api::resource::v1::ResourceSliceSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use crate::eks;
 use crate::nvidia::{self, GpuDevices, GpuProduct};
 use crate::options::{
     DEFAULT_CUDA_DRIVER_VERSION, DEFAULT_DRIVER_VERSION, DEFAULT_VM_MEMORY_OVERHEAD, GpuOptions,
     TemplateOptions,
 };
 use crate::shape::MachineShape;
+use crate::{eks, gke};
 
 const MIB: u64 = 1024 * 1024;
 const GIB: u64 = 1024 * MIB;
+
+/// Label the GCE persistent-disk CSI driver keys volume topology on; cluster-autoscaler's GCE
+/// templates carry it with the zone.
+pub const GKE_ZONE_LABEL: &str = "topology.gke.io/zone";
+
+/// Whose node image and kubelet settings the template follows when the options leave a value
+/// open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Platform {
+    /// EKS AMI (`nodeadm`): max pods from the ENI limits, [`eks`] reservations, a flat share of
+    /// memory for the hypervisor.
+    #[default]
+    Eks,
+    /// GKE node image (Container-Optimized OS): [`gke`] reservations, kernel and OS shares.
+    Gke,
+}
 
 /// A template that cannot be built from the shape and options given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,15 +89,23 @@ struct Reserved {
 }
 
 fn reserved(
+    platform: Platform,
     shape: &MachineShape,
     options: &TemplateOptions,
     max_pods: u32,
     ephemeral_capacity: u64,
 ) -> Result<Reserved, TemplateError> {
-    let mut out = Reserved {
-        cpu_millis: eks::kube_reserved_cpu_millis(shape.vcpus),
-        memory: eks::kube_reserved_memory_mib(max_pods) * MIB,
-        ephemeral: eks::KUBE_RESERVED_EPHEMERAL_GIB * GIB,
+    let mut out = match platform {
+        Platform::Eks => Reserved {
+            cpu_millis: eks::kube_reserved_cpu_millis(shape.vcpus),
+            memory: eks::kube_reserved_memory_mib(max_pods) * MIB,
+            ephemeral: eks::KUBE_RESERVED_EPHEMERAL_GIB * GIB,
+        },
+        Platform::Gke => Reserved {
+            cpu_millis: gke::kube_reserved_cpu_millis(shape.vcpus),
+            memory: gke::kube_reserved_memory_bytes(shape.memory_mib),
+            ephemeral: 0,
+        },
     };
     if let Some(kube) = &options.kube_reserved {
         out = Reserved {
@@ -93,9 +118,16 @@ fn reserved(
     add(&mut out, "systemReserved", &options.system_reserved)?;
     out.memory += match &options.eviction_hard_memory {
         Some(q) => to_u64(parse("evictionHardMemory", q)?.ceil_units()),
-        None => eks::EVICTION_HARD_MEMORY_MIB * MIB,
+        None => match platform {
+            Platform::Eks => eks::EVICTION_HARD_MEMORY_MIB * MIB,
+            Platform::Gke => gke::EVICTION_HARD_MEMORY_MIB * MIB,
+        },
     };
-    out.ephemeral += ephemeral_capacity * eks::EVICTION_HARD_NODEFS_PERCENT / 100;
+    let nodefs_percent = match platform {
+        Platform::Eks => eks::EVICTION_HARD_NODEFS_PERCENT,
+        Platform::Gke => gke::EVICTION_HARD_NODEFS_PERCENT,
+    };
+    out.ephemeral += ephemeral_capacity * nodefs_percent / 100;
     Ok(out)
 }
 
@@ -208,11 +240,12 @@ fn gpu_slices(
     if !gpu.dra {
         return Ok(Vec::new());
     }
-    let product = product_for(shape, &nvidia.name, nvidia.memory_mib, gpu)?;
+    let memory_mib = gpu.memory_mib.unwrap_or(nvidia.memory_mib);
+    let product = product_for(shape, &nvidia.name, memory_mib, gpu)?;
     Ok(nvidia::gpu_slices(&GpuDevices {
         product: &product,
         count: nvidia.count,
-        memory_bytes: nvidia.memory_mib * MIB,
+        memory_bytes: memory_mib * MIB,
         brand: gpu.brand.as_deref().unwrap_or("Nvidia"),
         driver_version: gpu
             .driver_version
@@ -239,15 +272,52 @@ pub fn node_template(
     shape: &MachineShape,
     options: &TemplateOptions,
 ) -> Result<NodeTemplate, TemplateError> {
-    let overhead = options
-        .vm_memory_overhead_percent
-        .unwrap_or(DEFAULT_VM_MEMORY_OVERHEAD);
-    if !(0.0..1.0).contains(&overhead) {
-        return Err(TemplateError::Invalid {
-            field: "vmMemoryOverheadPercent",
-            reason: format!("{overhead} is not in [0, 1)"),
-        });
+    node_template_for(Platform::Eks, shape, options)
+}
+
+/// Memory the kubelet sees of the machine's: the options' flat share when set, else what the
+/// platform's node image leaves.
+fn memory_capacity(
+    platform: Platform,
+    shape: &MachineShape,
+    options: &TemplateOptions,
+) -> Result<u64, TemplateError> {
+    let flat = |overhead: f64| -> Result<u64, TemplateError> {
+        if !(0.0..1.0).contains(&overhead) {
+            return Err(TemplateError::Invalid {
+                field: "vmMemoryOverheadPercent",
+                reason: format!("{overhead} is not in [0, 1)"),
+            });
+        }
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let overhead_mib = (shape.memory_mib as f64 * overhead).ceil().max(0.0) as u64;
+        Ok(shape.memory_mib.saturating_sub(overhead_mib) * MIB)
+    };
+    match (platform, options.vm_memory_overhead_percent) {
+        (_, Some(overhead)) => flat(overhead),
+        (Platform::Eks, None) => flat(DEFAULT_VM_MEMORY_OVERHEAD),
+        (Platform::Gke, None) => {
+            let memory = shape.memory_mib * MIB;
+            Ok(memory.saturating_sub(gke::kernel_reserved_bytes(memory, shape.architecture)))
+        }
     }
+}
+
+/// [`node_template`] for the node image of `platform`. For [`Platform::Gke`]: memory capacity
+/// less the kernel's share, boot disk less the OS's share, GKE's `kubeReserved` tiers, and the
+/// `topology.gke.io/zone` label (see [`gke`]).
+///
+/// # Errors
+/// [`TemplateError`] naming the option at fault.
+pub fn node_template_for(
+    platform: Platform,
+    shape: &MachineShape,
+    options: &TemplateOptions,
+) -> Result<NodeTemplate, TemplateError> {
     let max_pods = options.max_pods.unwrap_or(shape.max_pods);
     let mut labels = BTreeMap::from([
         (INSTANCE_TYPE_LABEL.to_owned(), shape.instance_type.clone()),
@@ -259,21 +329,25 @@ pub fn node_template(
     ]);
     if let Some(zone) = &shape.zone {
         labels.insert(ZONE_LABEL.to_owned(), zone.clone());
+        if platform == Platform::Gke {
+            labels.insert(GKE_ZONE_LABEL.to_owned(), zone.clone());
+        }
     }
     if let Some(region) = &shape.region {
         labels.insert(REGION_LABEL.to_owned(), region.clone());
     }
     labels.extend(options.labels.clone());
 
-    #[allow(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
-    let overhead_mib = (shape.memory_mib as f64 * overhead).ceil().max(0.0) as u64;
-    let memory = shape.memory_mib.saturating_sub(overhead_mib) * MIB;
-    let ephemeral = shape.root_volume_gib.map_or(0, |g| g * GIB);
-    let reserved = reserved(shape, options, max_pods, ephemeral)?;
+    let memory = memory_capacity(platform, shape, options)?;
+    let disk = shape.root_volume_gib.map_or(0, |g| g * GIB);
+    let ephemeral = match platform {
+        Platform::Eks => disk,
+        Platform::Gke if disk == 0 => 0,
+        Platform::Gke => {
+            disk.saturating_sub(gke::os_reserved_ephemeral_bytes(disk, shape.architecture))
+        }
+    };
+    let reserved = reserved(platform, shape, options, max_pods, ephemeral)?;
 
     let extended = extended(shape, &options.gpu);
     let mut capacity = BTreeMap::from([

@@ -2,8 +2,8 @@
 //! NVIDIA DRA driver's slice layout (not from our own output).
 
 use dra_provider_machines::{
-    Architecture, Gpu, MachineShape, NeuronDevices, TemplateError, TemplateOptions, eks,
-    node_template,
+    Architecture, Gpu, MachineShape, NeuronDevices, Platform, TemplateError, TemplateOptions, eks,
+    gce, gke, node_template, node_template_for,
 };
 
 /// p5.48xlarge as DescribeInstanceTypes reports it: 192 vCPUs, 2,097,152 MiB, 8 × H100 80 GB,
@@ -212,6 +212,7 @@ fn the_template_becomes_the_node_new_node_builds() {
         priority: 0,
         topology_domain: None,
         template: t,
+        scale_down: None,
     };
     let node = dra_api::new_node("gpu", &spec, "ip-10-0-0-1");
     let labels = node.node.metadata.labels.expect("labels");
@@ -225,5 +226,99 @@ fn the_template_becomes_the_node_new_node_builds() {
     assert_eq!(
         node.slices[0].spec.node_name.as_deref(),
         Some("ip-10-0-0-1")
+    );
+}
+
+/// a3-highgpu-8g as `machineTypes.get` reports it (208 vCPUs, memoryMb 1,916,928 = 1,872 GB,
+/// accelerators 8 × nvidia-h100-80gb) with a 200 GiB boot disk, on GKE.
+fn a3() -> MachineShape {
+    MachineShape {
+        instance_type: "a3-highgpu-8g".into(),
+        vcpus: 208,
+        memory_mib: 1_916_928,
+        architecture: Architecture::Amd64,
+        max_pods: gke::DEFAULT_MAX_PODS,
+        gpus: vec![gce::accelerator_gpus("nvidia-h100-80gb", 8)],
+        neuron: None,
+        efa_interfaces: 0,
+        zone: Some("us-central1-a".into()),
+        region: Some("us-central1".into()),
+        root_volume_gib: Some(200),
+    }
+}
+
+#[test]
+fn a3_on_gke_follows_the_gke_tiers_and_cos_shares() {
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    let t = node_template_for(Platform::Gke, &a3(), &TemplateOptions::default()).expect("a3");
+    assert_eq!(t.labels["topology.gke.io/zone"], "us-central1-a");
+    assert_eq!(q(&t, "capacity", "pods"), "110");
+    // Kernel (COS): 1/64 of 1,916,928 MiB = 29,952 MiB, + 16 MiB, + 64 MiB software IO TLB,
+    // + the correction capped at 248 MiB.
+    let capacity = (1_916_928 - 29_952 - 16 - 64 - 248) * MIB;
+    assert_eq!(
+        q(&t, "capacity", "memory"),
+        format!("{}Ki", capacity / 1024)
+    );
+    // GKE tiers: 25 % of 4 GiB, 20 % of 4, 10 % of 8, 6 % of 112, 2 % of the rest; 100Mi eviction.
+    let machine = 1_916_928 * MIB;
+    let reserved = 4 * GIB * 25 / 100
+        + 4 * GIB * 20 / 100
+        + 8 * GIB * 10 / 100
+        + 112 * GIB * 6 / 100
+        + (machine - 128 * GIB) * 2 / 100;
+    assert_eq!(
+        q(&t, "allocatable", "memory"),
+        format!("{}Ki", (capacity - reserved - 100 * MIB) / 1024)
+    );
+    // 60 + 10 + 10 + 204 cores × 2.5m = 590m.
+    assert_eq!(q(&t, "allocatable", "cpu"), "207410m");
+    // Boot disk less the OS (1.5635 % + 4.148 GiB + 100 MiB buffer), then 10 % nodefs eviction.
+    let disk = 200 * GIB;
+    let os =
+        (disk as f64 * 0.015635).ceil() as u64 + (4.148 * GIB as f64).ceil() as u64 + 100 * MIB;
+    let ephemeral = disk - os;
+    assert_eq!(
+        q(&t, "capacity", "ephemeral-storage"),
+        format!("{}Ki", ephemeral / 1024)
+    );
+    assert_eq!(
+        q(&t, "allocatable", "ephemeral-storage"),
+        format!("{}Ki", (ephemeral - ephemeral / 10) / 1024)
+    );
+    // Eight H100s through the NVIDIA DRA driver, the same product the AWS p5 gets.
+    let devices = t.resource_slices[0].devices.as_ref().expect("devices");
+    assert_eq!(devices.len(), 8);
+    let aws = node_template(&p5(), &TemplateOptions::default()).expect("p5");
+    let aws_device = &aws.resource_slices[0].devices.as_ref().expect("devices")[0];
+    assert_eq!(devices[0].attributes, aws_device.attributes);
+    assert_eq!(devices[0].capacity, aws_device.capacity);
+}
+
+#[test]
+fn gke_kube_reserved_from_the_node_pool_replaces_the_tiers() {
+    let options: TemplateOptions =
+        serde_saphyr::from_str("kubeReserved: {cpu: 1060m, memory: 9Gi, ephemeral-storage: 41Gi}")
+            .expect("yaml");
+    let t = node_template_for(Platform::Gke, &a3(), &options).expect("a3");
+    assert_eq!(q(&t, "allocatable", "cpu"), "206940m");
+}
+
+#[test]
+fn a_gpu_memory_override_sizes_an_unknown_accelerator() {
+    let mut shape = a3();
+    shape.gpus = vec![gce::accelerator_gpus("nvidia-rtx-pro-6000", 8)];
+    let options: TemplateOptions = serde_saphyr::from_str(
+        "gpu: {productName: NVIDIA RTX PRO 6000 Blackwell Server Edition, architecture: Blackwell, cudaComputeCapability: '12.0', memoryMib: 98304}",
+    )
+    .expect("yaml");
+    let t = node_template_for(Platform::Gke, &shape, &options).expect("template");
+    let device = &t.resource_slices[0].devices.as_ref().expect("devices")[0];
+    assert_eq!(
+        device.capacity.as_ref().expect("capacity")["memory"]
+            .value
+            .0,
+        (98_304u64 << 20).to_string()
     );
 }

@@ -52,9 +52,20 @@ pub enum ProviderError {
         /// The method.
         method: &'static str,
     },
-    /// A failure that may pass on retry (cloud API throttling, a flaky write).
+    /// A failure that may pass on retry (cloud API throttling, a flaky write). Whether the
+    /// request took effect is not said: the client keeps what it may have started. When
+    /// nothing was started, say so with [`ProviderError::NotStarted`].
     #[error("temporary failure: {message}")]
     Unavailable {
+        /// Detail.
+        message: String,
+    },
+    /// A temporary failure after which nothing of the request exists: the cloud was never
+    /// asked (throttled, unreachable), or what started was rolled back. Sent as UNAVAILABLE
+    /// with a [`ScaleUpError`](crate::pb::extensions::ScaleUpError) detail marked
+    /// `notStarted`, so the client retries at once instead of waiting for machines.
+    #[error("nothing started: {message}")]
+    NotStarted {
         /// Detail.
         message: String,
     },
@@ -89,6 +100,14 @@ impl From<ProviderError> for Status {
             ProviderError::InvalidArgument { .. } => Status::invalid_argument(message),
             ProviderError::NotImplemented { .. } => Status::unimplemented(message),
             ProviderError::Unavailable { .. } => Status::unavailable(message),
+            ProviderError::NotStarted { message: detail } => {
+                let detail = ext::ScaleUpError {
+                    error_message: detail,
+                    not_started: true,
+                    ..Default::default()
+                };
+                Status::with_details(Code::Unavailable, message, detail.encode_to_vec().into())
+            }
             ProviderError::Internal { .. } => Status::internal(message),
         }
     }
@@ -106,6 +125,7 @@ fn scale_up_status(
         error_code: code,
         error_message: detail,
         rolled_back,
+        not_started: false,
     };
     Status::with_details(
         Code::ResourceExhausted,
@@ -114,11 +134,22 @@ fn scale_up_status(
     )
 }
 
-/// What the planner can do about a failed call.
+/// What a caller can do about a failed call: one enum for the client, the controller, its
+/// metrics and its status messages.
+///
+/// For calls that change the cloud the first two tell the three outcomes apart that matter:
+/// [`NotSent`](Self::NotSent) (nothing happened, retry now), [`Unknown`](Self::Unknown) (it
+/// may have happened: keep what it may have started, retry only with the same request id)
+/// and every other category (the provider refused: nothing started, back off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCategory {
-    /// Retry later; nothing is known to be wrong with the request.
-    Transient,
+    /// The request never reached the provider (connection refused or reset before it was
+    /// sent, DNS or TLS failure, a stream the server refused unprocessed), or the provider
+    /// answered that it started nothing and keeps nothing ([`ProviderError::NotStarted`]).
+    NotSent,
+    /// The request may have been applied: the deadline passed after it was sent, the
+    /// connection broke mid-call, or the provider failed without saying nothing started.
+    Unknown,
     /// The cloud is out of capacity for this group: back off the group, try another.
     OutOfCapacity,
     /// A quota or limit was hit: back off the group until the quota changes.
@@ -136,13 +167,36 @@ impl ErrorCategory {
     #[must_use]
     pub fn metric_label(self) -> &'static str {
         match self {
-            Self::Transient => "transient",
+            Self::NotSent => "not_sent",
+            Self::Unknown => "unknown",
             Self::OutOfCapacity => "out_of_capacity",
             Self::Quota => "quota",
             Self::NotImplemented => "not_implemented",
             Self::Config => "config",
             Self::Rejected => "rejected",
         }
+    }
+
+    /// A `PascalCase` reason for conditions and Events.
+    #[must_use]
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::NotSent => "ProviderUnreachable",
+            Self::Unknown => "ProviderOutcomeUnknown",
+            Self::OutOfCapacity => "OutOfCapacity",
+            Self::Quota => "QuotaExceeded",
+            Self::NotImplemented => "NotImplemented",
+            Self::Config => "ProviderConfigError",
+            Self::Rejected => "ProviderRejected",
+        }
+    }
+
+    /// Whether the provider refused: the request is known to have started nothing and
+    /// retrying it unchanged soon will not help (every category but
+    /// [`NotSent`](Self::NotSent) and [`Unknown`](Self::Unknown)).
+    #[must_use]
+    pub fn is_refusal(self) -> bool {
+        !matches!(self, Self::NotSent | Self::Unknown)
     }
 }
 
@@ -230,11 +284,12 @@ impl ClientError {
             Self::TlsFile { .. } | Self::Endpoint { .. } | Self::Decode { .. } => {
                 ErrorCategory::Config
             }
-            Self::Timeout { .. } => ErrorCategory::Transient,
+            // The deadline is enforced locally after the request was handed to the channel.
+            Self::Timeout { .. } => ErrorCategory::Unknown,
             Self::ExtensionUnavailable { .. } => ErrorCategory::NotImplemented,
             Self::Rpc {
                 status, scale_up, ..
-            } => categorize(status.code(), scale_up.as_ref()),
+            } => categorize(status, scale_up.as_ref()),
         }
     }
 
@@ -251,15 +306,20 @@ impl ClientError {
     }
 }
 
-fn categorize(code: Code, scale_up: Option<&ext::ScaleUpError>) -> ErrorCategory {
-    match code {
-        // Internal is how providers report failed cloud or Kubernetes writes; they may pass.
+fn categorize(status: &Status, scale_up: Option<&ext::ScaleUpError>) -> ErrorCategory {
+    if never_sent(status) {
+        return ErrorCategory::NotSent;
+    }
+    match status.code() {
+        Code::Unavailable if scale_up.is_some_and(|d| d.not_started) => ErrorCategory::NotSent,
+        // Internal is how providers report failed cloud or Kubernetes writes; they may pass,
+        // and part of the request may have been applied.
         Code::Unavailable
         | Code::DeadlineExceeded
         | Code::Aborted
         | Code::Cancelled
         | Code::Unknown
-        | Code::Internal => ErrorCategory::Transient,
+        | Code::Internal => ErrorCategory::Unknown,
         Code::ResourceExhausted => {
             match scale_up.and_then(|d| crate::convert::error_class_from_pb(d.error_class)) {
                 Some(ErrorClass::Quota) => ErrorCategory::Quota,
@@ -277,6 +337,28 @@ fn categorize(code: Code, scale_up: Option<&ext::ScaleUpError>) -> ErrorCategory
         | Code::OutOfRange
         | Code::Ok => ErrorCategory::Rejected,
     }
+}
+
+/// Whether a status raised on our side says the provider never processed the request: the
+/// connection (TCP, TLS) could not be made, the peer does not speak HTTP/2 (our side ends
+/// the connection with a protocol error before any stream is served: an HTTP/1.1 server, a
+/// proxy's error page), or the peer refused the stream (`REFUSED_STREAM`, which HTTP/2
+/// defines as "not processed"). A connection that merely breaks mid-call is not among them:
+/// the provider may have acted.
+fn never_sent(status: &Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<tonic::ConnectError>() {
+            return true;
+        }
+        if let Some(h2) = error.downcast_ref::<h2::Error>() {
+            let not_http2 =
+                h2.is_go_away() && h2.is_library() && h2.reason() != Some(h2::Reason::NO_ERROR);
+            return not_http2 || h2.reason() == Some(h2::Reason::REFUSED_STREAM);
+        }
+        source = error.source();
+    }
+    false
 }
 
 /// Whether a retry of an idempotent call may help.

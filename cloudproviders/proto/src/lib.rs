@@ -14,11 +14,13 @@
 //! * [`ProviderClient`]: deadlines, retries for idempotent calls, typed errors with
 //!   [`ErrorCategory`], and a logged fallback to plain externalgrpc when the extension is absent.
 //! * [`k8s_proto`]: Kubernetes protobuf bytes of `v1.Node` (externalgrpc's `nodeBytes`).
+//! * [`logging`]: the one logging setup every binary of the project uses (`--log-format`).
 
 pub mod client;
 pub mod convert;
 pub mod error;
 pub mod k8s_proto;
+pub mod logging;
 pub mod model;
 pub mod provider;
 pub mod server;

@@ -262,14 +262,14 @@ async fn idempotent_calls_retry_transient_failures() {
     let err = client.nodes("gpu").await.unwrap_err();
     assert_eq!(
         err.category(),
-        ErrorCategory::Transient,
+        ErrorCategory::Unknown,
         "gives up after max_attempts"
     );
     server.shutdown().await;
 }
 
 #[tokio::test]
-async fn unreachable_provider_is_transient_and_times_out_per_call() {
+async fn unreachable_provider_is_not_sent_and_times_out_per_call() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
@@ -278,7 +278,7 @@ async fn unreachable_provider_is_transient_and_times_out_per_call() {
     config.call_timeout = Duration::from_millis(500);
     let client = ProviderClient::connect(config).await.unwrap();
     let err = client.node_groups().await.unwrap_err();
-    assert_eq!(err.category(), ErrorCategory::Transient, "{err}");
+    assert_eq!(err.category(), ErrorCategory::NotSent, "{err}");
 }
 
 #[tokio::test]

@@ -164,7 +164,8 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<
     {
         resources.push(APIResource {
             name: def.plural.clone(),
-            singular_name: def.kind.to_lowercase(),
+            singular_name: def.singular.clone(),
+            categories: (!def.categories.is_empty()).then(|| def.categories.clone()),
             namespaced: def.namespaced,
             kind: def.kind.clone(),
             verbs: VERBS.iter().map(|v| (*v).to_owned()).collect(),
@@ -174,6 +175,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<
         for sub in def.subresources() {
             let (kind, verbs): (&str, &[&str]) = match sub {
                 "binding" => ("Binding", &["create"]),
+                "eviction" => ("Eviction", &["create"]),
                 _ => (def.kind.as_str(), &["get", "patch", "update"]),
             };
             resources.push(APIResource {
@@ -216,16 +218,17 @@ fn resource_discovery(def: &ResourceDef) -> APIResourceDiscovery {
             }
             .into(),
         ),
-        singular_resource: Some(def.kind.to_lowercase()),
+        singular_resource: Some(def.singular.clone()),
         verbs: VERBS.iter().map(|v| (*v).to_owned()).collect(),
         short_names: def.short_names.clone(),
-        categories: Vec::new(),
+        categories: def.categories.clone(),
         subresources: def
             .subresources()
             .into_iter()
             .map(|sub| {
                 let (kind, verbs): (&str, &[&str]) = match sub {
                     "binding" => ("Binding", &["create"]),
+                    "eviction" => ("Eviction", &["create"]),
                     _ => (def.kind.as_str(), &["get", "patch", "update"]),
                 };
                 APISubresourceDiscovery {

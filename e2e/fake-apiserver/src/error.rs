@@ -6,6 +6,48 @@
 
 use serde_json::{Value, json};
 
+/// One field a validation failure names (a `StatusCause`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// Field path, `spec.versions`.
+    pub field: String,
+    /// The error body, `Invalid value: "x": must be ...`.
+    pub detail: String,
+}
+
+impl Cause {
+    /// The cause reason upstream's `field.ErrorType` maps to.
+    pub fn reason(&self) -> &'static str {
+        let d = self.detail.as_str();
+        if d.starts_with("Required value") {
+            "FieldValueRequired"
+        } else if d.starts_with("Unsupported value") {
+            "FieldValueNotSupported"
+        } else if d.starts_with("Too long") {
+            "FieldValueTooLong"
+        } else if d.starts_with("Too many") {
+            "FieldValueTooMany"
+        } else if d.starts_with("Duplicate value") {
+            "FieldValueDuplicate"
+        } else if d.starts_with("Forbidden") {
+            "FieldValueForbidden"
+        } else {
+            "FieldValueInvalid"
+        }
+    }
+}
+
+fn join_causes(causes: &[Cause]) -> String {
+    let parts: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.detail))
+        .collect();
+    match parts.as_slice() {
+        [one] => one.clone(),
+        _ => format!("[{}]", parts.join(", ")),
+    }
+}
+
 /// A failed API request, as the real server would report it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ApiError {
@@ -50,6 +92,37 @@ pub enum ApiError {
         /// What was wrong with it.
         detail: String,
     },
+    /// 422: the object failed validation on several fields (or one, with its cause).
+    #[error("{kind} \"{name}\" is invalid: {}", join_causes(.causes))]
+    InvalidFields {
+        /// Kind as upstream names it in the message (`NodeGroup.dra-autoscaler.io`).
+        kind: String,
+        /// Object name.
+        name: String,
+        /// Every failing field.
+        causes: Vec<Cause>,
+    },
+    /// 400: a write with `fieldValidation=Strict` has fields the schema does not declare.
+    #[error("{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}", .unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect::<Vec<_>>().join(", "))]
+    StrictDecoding {
+        /// Kind.
+        kind: String,
+        /// API version (`v1`, `v1alpha1`).
+        version: String,
+        /// Paths of the unknown fields.
+        unknown: Vec<String>,
+    },
+    /// 504: a read asked for a resourceVersion the server has not reached within the wait
+    /// (upstream `NewTooLargeResourceVersionError`).
+    #[error("Timeout: Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion {
+        /// The resourceVersion asked for.
+        requested: u64,
+        /// The server's latest resourceVersion.
+        current: u64,
+        /// `details.retryAfterSeconds`; 0 leaves it out.
+        retry_after: u64,
+    },
     /// 400: the request could not be understood.
     #[error("{0}")]
     BadRequest(String),
@@ -81,8 +154,9 @@ impl ApiError {
         match self {
             Self::NotFound { .. } | Self::UnknownResource => 404,
             Self::AlreadyExists { .. } | Self::Conflict { .. } => 409,
-            Self::Invalid { .. } => 422,
-            Self::BadRequest(_) => 400,
+            Self::Invalid { .. } | Self::InvalidFields { .. } => 422,
+            Self::BadRequest(_) | Self::StrictDecoding { .. } => 400,
+            Self::TooLargeResourceVersion { .. } => 504,
             Self::MethodNotAllowed => 405,
             Self::UnsupportedMediaType(_) => 415,
             Self::Expired(_) => 410,
@@ -97,8 +171,9 @@ impl ApiError {
             Self::NotFound { .. } | Self::UnknownResource => "NotFound".into(),
             Self::AlreadyExists { .. } => "AlreadyExists".into(),
             Self::Conflict { .. } => "Conflict".into(),
-            Self::Invalid { .. } => "Invalid".into(),
-            Self::BadRequest(_) => "BadRequest".into(),
+            Self::Invalid { .. } | Self::InvalidFields { .. } => "Invalid".into(),
+            Self::BadRequest(_) | Self::StrictDecoding { .. } => "BadRequest".into(),
+            Self::TooLargeResourceVersion { .. } => "Timeout".into(),
             Self::MethodNotAllowed => "MethodNotAllowed".into(),
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType".into(),
             Self::Expired(_) => "Expired".into(),
@@ -143,6 +218,26 @@ impl ApiError {
                 "kind": kind,
                 "causes": [{"reason": "FieldValueInvalid", "message": detail, "field": field}],
             })),
+            Self::InvalidFields { kind, name, causes } => {
+                let (kind, group) = kind.split_once('.').unwrap_or((kind, ""));
+                Some(json!({
+                    "name": name,
+                    "group": group,
+                    "kind": kind,
+                    "causes": causes.iter().map(|c| json!({
+                        "reason": c.reason(), "message": c.detail, "field": c.field,
+                    })).collect::<Vec<_>>(),
+                }))
+            }
+            Self::TooLargeResourceVersion { retry_after, .. } => {
+                let mut details = json!({
+                    "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                });
+                if *retry_after > 0 {
+                    details["retryAfterSeconds"] = json!(retry_after);
+                }
+                Some(details)
+            }
             _ => None,
         };
         if let (Some(details), Some(obj)) = (details, status.as_object_mut()) {
@@ -204,6 +299,9 @@ pub enum StartError {
         #[source]
         source: kube::Error,
     },
+    /// The state file exists but cannot be read.
+    #[error("unable to restore the state")]
+    State(#[from] crate::persist::StateError),
     /// A version string passed to the builder was not `MAJOR.MINOR.PATCH`.
     #[error("invalid Kubernetes version {0:?}: expected MAJOR.MINOR.PATCH, e.g. 1.37.0")]
     Version(String),
@@ -228,6 +326,45 @@ mod tests {
         );
         assert_eq!(status["details"]["kind"], "leases");
         assert_eq!(status["details"]["group"], "coordination.k8s.io");
+    }
+
+    #[test]
+    fn too_large_resource_version_is_upstreams_timeout_with_its_cause() {
+        let status = ApiError::TooLargeResourceVersion {
+            requested: 500,
+            current: 12,
+            retry_after: 1,
+        }
+        .to_status();
+        assert_eq!(status["code"], 504);
+        assert_eq!(status["reason"], "Timeout");
+        assert_eq!(
+            status["message"],
+            "Timeout: Too large resource version: 500, current: 12"
+        );
+        assert_eq!(
+            status["details"]["causes"][0]["reason"],
+            "ResourceVersionTooLarge"
+        );
+        assert_eq!(
+            status["details"]["causes"][0]["message"],
+            "Too large resource version"
+        );
+        assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    }
+
+    #[test]
+    fn strict_decoding_names_every_unknown_field() {
+        let err = ApiError::StrictDecoding {
+            kind: "Pod".into(),
+            version: "v1".into(),
+            unknown: vec!["spec.nodeNmae".into(), "metadata.lables".into()],
+        };
+        assert_eq!(err.code(), 400);
+        assert_eq!(
+            err.to_string(),
+            "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.nodeNmae\", unknown field \"metadata.lables\""
+        );
     }
 
     #[test]

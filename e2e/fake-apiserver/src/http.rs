@@ -1,54 +1,53 @@
-//! The HTTP surface: path parsing, verb mapping, fault injection, request logging,
-//! and the translation of store results into responses.
+//! The HTTP surface: path parsing, verb mapping, fault injection, request logging, the
+//! non-resource documents (health, version, discovery, OpenAPI), and the hand-off of resource
+//! requests to [`crate::verbs`].
 //!
 //! Paths are parsed by hand rather than with axum routes because the API's grammar
 //! (`/api/v1/namespaces/{ns}/pods` vs `/api/v1/namespaces/{name}/status`) depends on
-//! which resources are registered.
+//! which resources are registered, and CustomResourceDefinitions change that at run time.
 
 use std::{
     net::SocketAddr,
-    sync::{Arc, Mutex},
-    time::Duration,
+    sync::{Arc, Mutex, RwLock},
+    time::{Duration, Instant},
 };
 
 use axum::{
     Router,
-    body::{Body, Bytes},
+    body::Bytes,
     extract::{DefaultBodyLimit, Query, State},
     http::{HeaderMap, Method, StatusCode, Uri, header},
     response::{IntoResponse, Response},
 };
 use k8s_openapi::apimachinery::pkg::version::Info;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{
     discovery,
     error::ApiError,
     faults::{Faults, RequestRecord, Verb},
-    lock,
-    object::Target,
-    patch::PatchType,
+    lock, openapi, read_lock,
     resource::{Registry, ResourceDef},
     selector::{FieldSelector, LabelSelector, Selectors},
-    store::{DeleteOptions, Store, WatchFrom},
-    watch::{self, WatchRequest},
+    store::Store,
+    verbs,
 };
 
 /// The request body limit of the real server (3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-/// A watch without `timeoutSeconds` ends after this long (upstream picks 30–60 min).
-const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
-
 /// Shared state of a running server.
 pub(crate) struct App {
-    pub registry: Registry,
+    pub registry: RwLock<Registry>,
     pub store: Arc<Mutex<Store>>,
     pub faults: Mutex<Faults>,
     pub log: Mutex<Vec<RequestRecord>>,
     pub version: Info,
     pub addr: SocketAddr,
     pub bookmark_interval: Duration,
+    /// How long a read of a resourceVersion the store has not reached waits before the 504
+    /// (upstream's watch cache: 3 s).
+    pub too_large_wait: Duration,
 }
 
 /// The axum router serving everything.
@@ -61,11 +60,11 @@ pub(crate) fn router(app: Arc<App>) -> Router {
 
 /// A request for objects of one resource.
 #[derive(Debug)]
-struct ResourcePath {
-    def: ResourceDef,
-    namespace: Option<String>,
-    name: Option<String>,
-    sub: Option<String>,
+pub(crate) struct ResourcePath {
+    pub def: ResourceDef,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub sub: Option<String>,
 }
 
 /// What a URL path names.
@@ -77,6 +76,8 @@ enum Route {
     Groups,
     Group(String),
     GroupResources(String, String),
+    OpenApiIndex,
+    OpenApiGroupVersion(String, String),
     /// Boxed: a resource's definition dwarfs the other routes.
     Resource(Box<ResourcePath>),
 }
@@ -127,6 +128,15 @@ fn parse_route(registry: &Registry, path: &str) -> Result<Route, ApiError> {
     match segments.as_slice() {
         ["healthz" | "livez" | "readyz"] => Ok(Route::Health),
         ["version"] => Ok(Route::Version),
+        ["openapi", "v3"] => Ok(Route::OpenApiIndex),
+        ["openapi", "v3", "api", version] => Ok(Route::OpenApiGroupVersion(
+            String::new(),
+            (*version).to_owned(),
+        )),
+        ["openapi", "v3", "apis", group, version] => Ok(Route::OpenApiGroupVersion(
+            (*group).to_owned(),
+            (*version).to_owned(),
+        )),
         ["api"] => Ok(Route::CoreVersions),
         ["api", version] => Ok(Route::GroupResources(String::new(), (*version).to_owned())),
         ["api", version, rest @ ..] => parse_resource(registry, "", version, rest),
@@ -142,33 +152,34 @@ fn parse_route(registry: &Registry, path: &str) -> Result<Route, ApiError> {
 }
 
 /// Query parameters, first value wins.
-struct Params(Vec<(String, String)>);
+pub(crate) struct Params(Vec<(String, String)>);
 
 impl Params {
-    fn get(&self, key: &str) -> Option<&str> {
+    pub fn get(&self, key: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
 
-    fn flag(&self, key: &str) -> Option<bool> {
+    pub fn flag(&self, key: &str) -> Option<bool> {
         self.get(key).map(|v| v == "true" || v == "1")
     }
 
-    fn selectors(&self) -> Result<Selectors, ApiError> {
+    pub fn selectors(&self) -> Result<Selectors, ApiError> {
         Ok(Selectors {
             labels: LabelSelector::parse(self.get("labelSelector").unwrap_or_default())?,
             fields: FieldSelector::parse(self.get("fieldSelector").unwrap_or_default())?,
         })
     }
 
-    fn dry_run(&self) -> bool {
+    pub fn dry_run(&self) -> bool {
         self.get("dryRun").is_some_and(|v| v == "All")
     }
 }
 
-fn json_response(code: u16, body: &Value) -> Response {
+/// A JSON response with `code`.
+pub(crate) fn json_response(code: u16, body: &Value) -> Response {
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
         status,
@@ -178,36 +189,19 @@ fn json_response(code: u16, body: &Value) -> Response {
         .into_response()
 }
 
-fn error_response(err: &ApiError) -> Response {
-    json_response(err.code(), &err.to_status())
-}
-
-fn decode(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::BadRequest(format!("unable to decode request body as JSON: {e}")))
-}
-
-fn list_object(def: &ResourceDef, items: Vec<Value>, rv: u64, metadata_only: bool) -> Value {
-    if metadata_only {
-        return json!({
-            "kind": "PartialObjectMetadataList",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": {"resourceVersion": rv.to_string()},
-            "items": items.iter().map(watch::partial_metadata).collect::<Vec<_>>(),
-        });
+pub(crate) fn error_response(err: &ApiError) -> Response {
+    let status = err.to_status();
+    let mut response = json_response(err.code(), &status);
+    // Upstream's response writer turns details.retryAfterSeconds into Retry-After.
+    if let Some(seconds) = status
+        .pointer("/details/retryAfterSeconds")
+        .and_then(Value::as_u64)
+        .filter(|s| *s > 0)
+        && let Ok(value) = header::HeaderValue::from_str(&seconds.to_string())
+    {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
     }
-    json!({
-        "kind": format!("{}List", def.kind),
-        "apiVersion": def.api_version(),
-        "metadata": {"resourceVersion": rv.to_string()},
-        "items": items,
-    })
-}
-
-/// Whether the client asked for `PartialObjectMetadata` (kube's `*_metadata` calls and
-/// `metadata_watcher`) rather than full objects.
-fn wants_metadata_only(accept: Option<&str>) -> bool {
-    accept.is_some_and(|a| a.contains("as=PartialObjectMetadata"))
+    response
 }
 
 /// The verb a method names on a resource path, if any.
@@ -219,7 +213,7 @@ fn verb_for(method: &Method, path: &ResourcePath, params: &Params) -> Result<Ver
         ("GET", None, None) => Verb::List,
         ("GET", Some(_), None | Some("status")) => Verb::Get,
         ("POST", None, None) if has_ns => Verb::Create,
-        ("POST", Some(_), Some("binding")) => Verb::Create,
+        ("POST", Some(_), Some("binding" | "eviction")) => Verb::Create,
         ("PUT", Some(_), None | Some("status")) => Verb::Update,
         ("PATCH", Some(_), None | Some("status")) => Verb::Patch,
         ("DELETE", Some(_), None) => Verb::Delete,
@@ -229,171 +223,53 @@ fn verb_for(method: &Method, path: &ResourcePath, params: &Params) -> Result<Ver
     Ok(verb)
 }
 
-fn parse_delete_options(body: &[u8], params: &Params) -> Result<DeleteOptions, ApiError> {
-    let opts = if body.iter().all(u8::is_ascii_whitespace) {
-        json!({})
-    } else {
-        decode(body)?
-    };
-    let precondition = |field: &str| {
-        opts.pointer(&format!("/preconditions/{field}"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let dry_run_body = opts
-        .get("dryRun")
-        .and_then(Value::as_array)
-        .is_some_and(|list| list.iter().any(|v| v == "All"));
-    Ok(DeleteOptions {
-        resource_version: precondition("resourceVersion"),
-        uid: precondition("uid"),
-        dry_run: params.dry_run() || dry_run_body,
-    })
-}
-
-fn watch_response(
-    app: &App,
-    path: &ResourcePath,
-    params: &Params,
-    metadata_only: bool,
-) -> Result<Response, ApiError> {
-    let selectors = params.selectors()?;
-    let send_initial = params.flag("sendInitialEvents");
-    let rv = params.get("resourceVersion").filter(|v| !v.is_empty());
-    let from = match (rv, send_initial) {
-        (_, Some(true)) => WatchFrom::Now { initial: true },
-        (None | Some("0"), Some(false)) => WatchFrom::Now { initial: false },
-        (None | Some("0"), None) => WatchFrom::Now { initial: true },
-        (Some(rv), _) => WatchFrom::After(rv.parse().map_err(|_| {
-            ApiError::BadRequest(format!(
-                "invalid resourceVersion {rv:?}: expected an integer"
-            ))
-        })?),
-    };
-    let timeout = match params.get("timeoutSeconds") {
-        Some(t) => Duration::from_secs(t.parse().map_err(|_| {
-            ApiError::BadRequest(format!("invalid timeoutSeconds {t:?}: expected an integer"))
-        })?),
-        None => DEFAULT_WATCH_TIMEOUT,
-    };
-    let request = WatchRequest {
-        def: path.def.clone(),
-        namespace: path.namespace.clone(),
-        selectors,
-        bookmarks: params.flag("allowWatchBookmarks") == Some(true),
-        initial_events_end: send_initial == Some(true),
-        metadata_only,
-        timeout,
-        bookmark_interval: app.bookmark_interval,
-    };
-    let opened = lock(&app.store).open_watch(&path.def, path.namespace.as_deref(), from);
-    let body = match opened {
-        Ok(start) => Body::from_stream(watch::spawn(Arc::clone(&app.store), request, start)),
-        Err(err @ ApiError::Expired(_)) => Body::from_stream(watch::error_stream(&err)),
-        Err(other) => return Err(other),
-    };
-    Ok((
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response())
-}
-
-/// Executes a resource request; returns the response for the verb.
-fn serve_resource(
-    app: &App,
-    method: &Method,
-    path: &ResourcePath,
-    params: &Params,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Response, ApiError> {
-    let header_str = |name| headers.get(name).and_then(|v| v.to_str().ok());
-    let content_type = header_str(header::CONTENT_TYPE);
-    let metadata_only = wants_metadata_only(header_str(header::ACCEPT));
-    let object_response = |code: u16, object: &Value| {
-        if metadata_only {
-            json_response(code, &watch::partial_metadata(object))
-        } else {
-            json_response(code, object)
+/// Serves a document that is not a resource (health, version, discovery, OpenAPI).
+fn serve_document(app: &App, route: Route, method: &Method, headers: &HeaderMap) -> Response {
+    if method != Method::GET {
+        return error_response(&ApiError::MethodNotAllowed);
+    }
+    let registry = read_lock(&app.registry);
+    let document = match route {
+        // Plain text, as upstream answers health probes; handy for shell scripts.
+        Route::Health => return (StatusCode::OK, "ok").into_response(),
+        Route::Version => discovery::version(&app.version),
+        Route::OpenApiIndex => Ok(openapi::index(&registry, &app.version.git_version)),
+        Route::OpenApiGroupVersion(group, version) => {
+            openapi::group_version(&registry, &group, &version, &app.version.git_version)
         }
+        listing @ (Route::CoreVersions | Route::Groups)
+            if discovery::wants_aggregated(
+                headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
+            ) =>
+        {
+            let core = matches!(listing, Route::CoreVersions);
+            return match discovery::aggregated(&registry, core) {
+                Ok(doc) => (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, discovery::AGGREGATED_MEDIA_TYPE)],
+                    doc.to_string(),
+                )
+                    .into_response(),
+                Err(err) => error_response(&err),
+            };
+        }
+        Route::CoreVersions => discovery::core_versions(app.addr),
+        Route::Groups => discovery::group_list(&registry),
+        Route::Group(group) => discovery::group(&registry, &group),
+        Route::GroupResources(group, version) => {
+            discovery::resource_list(&registry, &group, &version)
+        }
+        Route::Resource(_) => Err(ApiError::UnknownResource),
     };
-    let def = &path.def;
-    let ns = path.namespace.as_deref();
-    let name = path.name.as_deref().unwrap_or_default();
-    let target = if path.sub.as_deref() == Some("status") {
-        Target::Status
-    } else {
-        Target::Main
-    };
-    let dry_run = params.dry_run();
-    let verb = verb_for(method, path, params)?;
-    match verb {
-        Verb::Watch => watch_response(app, path, params, metadata_only),
-        Verb::List => {
-            let selectors = params.selectors()?;
-            let (items, rv) = lock(&app.store).list(def, ns, &selectors);
-            Ok(json_response(
-                200,
-                &list_object(def, items, rv, metadata_only),
-            ))
-        }
-        Verb::Get => Ok(object_response(200, &lock(&app.store).get(def, ns, name)?)),
-        Verb::Create if path.sub.as_deref() == Some("binding") => {
-            let binding = decode(body)?;
-            let status = lock(&app.store).bind(def, ns, name, &binding, dry_run)?;
-            Ok(json_response(201, &status))
-        }
-        Verb::Create => {
-            let object = lock(&app.store).create(def, ns, decode(body)?, dry_run)?;
-            Ok(object_response(201, &object))
-        }
-        Verb::Update => {
-            let object = lock(&app.store).update(def, target, ns, name, decode(body)?, dry_run)?;
-            Ok(object_response(200, &object))
-        }
-        Verb::Patch => {
-            let patch_type = PatchType::from_content_type(content_type.unwrap_or_default())?;
-            if patch_type == PatchType::Apply
-                && params.get("fieldManager").is_none_or(str::is_empty)
-            {
-                return Err(ApiError::Invalid {
-                    kind: "PatchOptions.meta.k8s.io".into(),
-                    name: String::new(),
-                    field: "fieldManager".into(),
-                    detail: "Required value: is required for apply patch".into(),
-                });
-            }
-            let patch = patch_type.parse_body(body)?;
-            let written =
-                lock(&app.store).patch(def, target, ns, name, patch_type, &patch, dry_run)?;
-            Ok(object_response(
-                if written.created { 201 } else { 200 },
-                &written.object,
-            ))
-        }
-        Verb::Delete => {
-            let options = parse_delete_options(body, params)?;
-            let (object, gone) = lock(&app.store).delete(def, ns, name, &options)?;
-            Ok(object_response(if gone { 200 } else { 202 }, &object))
-        }
-        Verb::DeleteCollection => {
-            let selectors = params.selectors()?;
-            let mut store = lock(&app.store);
-            let items = store.delete_collection(def, ns, &selectors, dry_run)?;
-            let rv = store.current_rv();
-            Ok(json_response(
-                200,
-                &list_object(def, items, rv, metadata_only),
-            ))
-        }
+    match document {
+        Ok(doc) => json_response(200, &doc),
+        Err(err) => error_response(&err),
     }
 }
 
 /// Serves one request and fills in what the request log records about it.
-fn serve(
-    app: &App,
+async fn serve(
+    app: &Arc<App>,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
@@ -406,62 +282,31 @@ fn serve(
             return error_response(&ApiError::BadRequest(format!("invalid query string: {e}")));
         }
     };
-    let route = match parse_route(&app.registry, uri.path()) {
+    let route = match parse_route(&read_lock(&app.registry), uri.path()) {
         Ok(route) => route,
         Err(err) => return error_response(&err),
     };
-    let document = match route {
-        Route::Resource(path) => {
-            record.resource = Some(match &path.sub {
-                Some(sub) => format!("{}/{sub}", path.def.plural),
-                None => path.def.plural.clone(),
-            });
-            record.namespace.clone_from(&path.namespace);
-            record.name.clone_from(&path.name);
-            let verb = match verb_for(method, &path, &params) {
-                Ok(verb) => verb,
-                Err(err) => return error_response(&err),
-            };
-            record.verb = Some(verb);
-            let injected =
-                lock(&app.faults).take(verb, record.resource.as_deref().unwrap_or_default());
-            if let Some(code) = injected {
-                return error_response(&ApiError::injected(code));
-            }
-            return serve_resource(app, method, &path, &params, headers, body)
-                .unwrap_or_else(|err| error_response(&err));
-        }
-        _ if method != Method::GET => Err(ApiError::MethodNotAllowed),
-        // Plain text, as upstream answers health probes; handy for shell scripts.
-        Route::Health => return (StatusCode::OK, "ok").into_response(),
-        Route::Version => discovery::version(&app.version),
-        listing @ (Route::CoreVersions | Route::Groups)
-            if discovery::wants_aggregated(
-                headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
-            ) =>
-        {
-            let core = matches!(listing, Route::CoreVersions);
-            return match discovery::aggregated(&app.registry, core) {
-                Ok(doc) => (
-                    StatusCode::OK,
-                    [(header::CONTENT_TYPE, discovery::AGGREGATED_MEDIA_TYPE)],
-                    doc.to_string(),
-                )
-                    .into_response(),
-                Err(err) => error_response(&err),
-            };
-        }
-        Route::CoreVersions => discovery::core_versions(app.addr),
-        Route::Groups => discovery::group_list(&app.registry),
-        Route::Group(group) => discovery::group(&app.registry, &group),
-        Route::GroupResources(group, version) => {
-            discovery::resource_list(&app.registry, &group, &version)
-        }
+    let Route::Resource(path) = route else {
+        return serve_document(app, route, method, headers);
     };
-    match document {
-        Ok(doc) => json_response(200, &doc),
-        Err(err) => error_response(&err),
+    record.resource = Some(match &path.sub {
+        Some(sub) => format!("{}/{sub}", path.def.plural),
+        None => path.def.plural.clone(),
+    });
+    record.namespace.clone_from(&path.namespace);
+    record.name.clone_from(&path.name);
+    let verb = match verb_for(method, &path, &params) {
+        Ok(verb) => verb,
+        Err(err) => return error_response(&err),
+    };
+    record.verb = Some(verb);
+    let injected = lock(&app.faults).take(verb, record.resource.as_deref().unwrap_or_default());
+    if let Some(code) = injected {
+        return error_response(&ApiError::injected(code));
     }
+    verbs::serve_resource(app, &path, verb, &params, headers, body)
+        .await
+        .unwrap_or_else(|err| error_response(&err))
 }
 
 async fn handle(
@@ -471,6 +316,7 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let started = Instant::now();
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -486,14 +332,15 @@ async fn handle(
         status: 0,
         content_type: content_type.clone(),
     };
-    let response = serve(&app, &method, &uri, &headers, &body, &mut record);
+    let response = serve(&app, &method, &uri, &headers, &body, &mut record).await;
     record.status = response.status().as_u16();
     tracing::debug!(
         method = %record.method,
         path = %record.path,
         query = %record.query,
         status = record.status,
-        "fake apiserver request"
+        elapsed_ms = started.elapsed().as_millis(),
+        "request"
     );
     lock(&app.log).push(record);
     response

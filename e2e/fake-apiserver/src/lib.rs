@@ -12,7 +12,8 @@
 //!   `creationTimestamp`, `generation` and `generateName` handled as upstream;
 //! - GET, LIST (label and field selectors), POST, PUT (optimistic concurrency),
 //!   PATCH (merge, JSON patch, strategic merge and apply approximated as merges),
-//!   DELETE with finalizers, deletecollection, `/status` and Pod `/binding`;
+//!   DELETE with finalizers, deletecollection, `/status`, Pod `/binding` and Pod `/eviction`
+//!   (PodDisruptionBudget rules as upstream's eviction subresource);
 //! - writes that change nothing bump nothing and emit no watch event;
 //! - WATCH replays a bounded per-resource history from a resourceVersion, answers
 //!   too-old versions with a 410 Expired ERROR event, sends bookmarks, supports
@@ -44,22 +45,32 @@
 //! functions to build the candidate object, stamps it and publishes a change that
 //! `watch` tasks stream to clients.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+mod convert;
+mod crd;
 mod discovery;
 mod error;
+mod eviction;
 mod faults;
 mod http;
 mod object;
+mod openapi;
 mod patch;
+mod persist;
+mod printers;
 mod resource;
+mod schema;
 mod selector;
 mod server;
 mod store;
+mod table;
+mod verbs;
 mod watch;
 
 pub use error::{ApiError, StartError};
 pub use faults::{RequestRecord, Verb};
+pub use persist::{StateError, UNCLEAN_BUMP};
 pub use resource::{ResourceDef, StatusOnCreate};
 pub use server::{DEFAULT_HISTORY_LIMIT, FakeApiServer, FakeApiServerBuilder, kubeconfig_yaml};
 
@@ -67,4 +78,14 @@ pub use server::{DEFAULT_HISTORY_LIMIT, FakeApiServer, FakeApiServerBuilder, kub
 /// critical section leaves the store consistent before anything can panic.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Read-locks the registry (see [`lock`] on poisoning).
+pub(crate) fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Write-locks the registry (see [`lock`] on poisoning).
+pub(crate) fn write_lock<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
 }

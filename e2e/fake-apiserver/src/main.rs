@@ -1,11 +1,13 @@
-//! `dra-fake-apiserver`: runs the fake Kubernetes API server as a process, for shell
-//! e2e scripts. Prints the URL on stdout and optionally writes a kubeconfig.
+//! `dra-fake-apiserver`: runs the fake Kubernetes API server as a process, for the local
+//! stack and shell e2e scripts. Prints the URL on stdout and optionally writes a kubeconfig.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Parser;
 use dra_fake_apiserver::FakeApiServer;
+use dra_provider::logging::{self, LogFormat};
 
 /// Runs an in-memory Kubernetes API server stand-in on 127.0.0.1.
 #[derive(Debug, Parser)]
@@ -26,6 +28,32 @@ struct Args {
     /// Kubernetes version reported by /version.
     #[arg(long, default_value = "1.37.0")]
     kube_version: String,
+    /// Keep every object in this file and read it back at start (a restart keeps the cluster;
+    /// clients resuming an older watch get 410 Gone and relist).
+    #[arg(long, env = "DRA_FAKE_APISERVER_STATE_FILE")]
+    state_file: Option<PathBuf>,
+    /// The resourceVersion to start counting from when no state is restored: a number, or
+    /// `auto` (the clock in milliseconds, so a restarted server never hands out a
+    /// resourceVersion an earlier one did: clients relist instead of keeping stale caches).
+    #[arg(long, default_value = "auto")]
+    initial_resource_version: String,
+    /// Log format: text or json (level: RUST_LOG, default info; every request at debug).
+    #[arg(long, env = "DRA_FAKE_APISERVER_LOG_FORMAT", default_value = "text")]
+    log_format: LogFormat,
+}
+
+/// The `--initial-resource-version` value.
+fn initial_resource_version(value: &str) -> anyhow::Result<u64> {
+    if value == "auto" {
+        let millis = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or_default();
+        return Ok(u64::try_from(millis).unwrap_or(u64::MAX / 2));
+    }
+    value
+        .parse()
+        .with_context(|| format!("--initial-resource-version {value:?}: expected auto or a number"))
 }
 
 /// One `--crd` value.
@@ -58,21 +86,23 @@ fn parse_crd(spec: &str) -> anyhow::Result<(String, String, String, String, bool
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let Args {
         port,
         crds,
         kubeconfig_out,
         kube_version,
+        state_file,
+        initial_resource_version: initial_rv,
+        log_format,
     } = Args::parse();
+    logging::init(log_format)?;
     let mut builder = FakeApiServer::builder()
         .bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
-        .version(&kube_version);
+        .version(&kube_version)
+        .initial_resource_version(initial_resource_version(&initial_rv)?);
+    if let Some(path) = state_file {
+        builder = builder.state_file(path);
+    }
     for spec in &crds {
         let (g, v, p, k, namespaced, status) = parse_crd(spec)?;
         builder = builder.resource(&g, &v, &p, &k, namespaced, status);
@@ -84,6 +114,7 @@ async fn main() -> anyhow::Result<()> {
     if let Some(path) = &kubeconfig_out {
         std::fs::write(path, server.kubeconfig_yaml())
             .with_context(|| format!("unable to write the kubeconfig to {}", path.display()))?;
+        tracing::info!(path = %path.display(), "wrote the kubeconfig");
     }
     println!("{}", server.url());
     server
@@ -111,6 +142,14 @@ mod tests {
                 .expect("valid");
         assert!(namespaced);
         assert!(!status);
+    }
+
+    #[test]
+    fn initial_resource_versions_are_numbers_or_the_clock() {
+        assert_eq!(super::initial_resource_version("42").expect("number"), 42);
+        let auto = super::initial_resource_version("auto").expect("auto");
+        assert!(auto > 1_700_000_000_000, "milliseconds since 1970: {auto}");
+        assert!(super::initial_resource_version("soon").is_err());
     }
 
     #[test]

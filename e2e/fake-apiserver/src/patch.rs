@@ -1,5 +1,12 @@
-//! PATCH bodies: merge (RFC 7386), JSON patch (RFC 6902), and the two kinds this
-//! stand-in approximates with a merge: strategic merge and server-side apply.
+//! PATCH bodies: merge (RFC 7386), JSON patch (RFC 6902), strategic merge (approximated) and
+//! server-side apply (approximated with a merge).
+//!
+//! Strategic merge is what `kubectl apply` sends for built-in kinds. Lists of objects are
+//! merged element by element on their merge key, which the patch names in its
+//! `$setElementOrder/<field>` directive (as kubectl writes it), falling back to `name`, the
+//! merge key of most lists; `{"$patch": "delete", <key>: ...}` elements remove one, and the
+//! directives never end up in the object. Without schema merge keys, lists no element of which
+//! has the key are replaced, as in a merge patch.
 
 use serde_json::Value;
 
@@ -10,8 +17,8 @@ use crate::error::ApiError;
 pub enum PatchType {
     /// `application/merge-patch+json`.
     Merge,
-    /// `application/strategic-merge-patch+json`, applied as a merge patch: lists are
-    /// replaced, not merged by key, and `$patch` directives are not understood.
+    /// `application/strategic-merge-patch+json`: a merge whose lists of objects merge by key
+    /// (see the module documentation).
     Strategic,
     /// `application/json-patch+json`.
     Json,
@@ -83,7 +90,8 @@ impl PatchType {
     pub fn apply(self, target: &Value, patch: &Value) -> Result<Value, ApiError> {
         let mut doc = target.clone();
         match self {
-            Self::Merge | Self::Strategic | Self::Apply => json_patch::merge(&mut doc, patch),
+            Self::Merge | Self::Apply => json_patch::merge(&mut doc, patch),
+            Self::Strategic => strategic_merge(&mut doc, patch),
             Self::Json => {
                 let ops: json_patch::Patch =
                     serde_json::from_value(patch.clone()).map_err(|e| {
@@ -103,11 +111,151 @@ impl PatchType {
     }
 }
 
+const SET_ORDER: &str = "$setElementOrder/";
+
+/// The merge key of a list: the one key of the `$setElementOrder` entries, else `name` when
+/// every element of both lists has one.
+fn merge_key(order: Option<&Vec<Value>>, old: &[Value], new: &[Value]) -> Option<String> {
+    if let Some(first) = order.and_then(|o| o.first()).and_then(Value::as_object)
+        && first.len() == 1
+    {
+        return first.keys().next().cloned();
+    }
+    let keyed = |items: &[Value]| items.iter().all(|i| i.get("name").is_some());
+    (!new.is_empty() && keyed(old) && keyed(new)).then(|| "name".to_owned())
+}
+
+fn merge_lists(old: &[Value], new: &[Value], order: Option<&Vec<Value>>) -> Value {
+    let Some(key) = merge_key(order, old, new) else {
+        return Value::Array(new.to_vec());
+    };
+    let mut merged: Vec<Value> = old.to_vec();
+    for element in new {
+        let id = element.get(&key);
+        let position = merged.iter().position(|m| m.get(&key) == id);
+        if element.get("$patch").and_then(Value::as_str) == Some("delete") {
+            if let Some(i) = position {
+                merged.remove(i);
+            }
+            continue;
+        }
+        match position {
+            Some(i) => strategic_merge(&mut merged[i], element),
+            None => {
+                let mut fresh = Value::Null;
+                strategic_merge(&mut fresh, element);
+                merged.push(fresh);
+            }
+        }
+    }
+    if let Some(order) = order {
+        let rank = |item: &Value| {
+            order
+                .iter()
+                .position(|o| o.get(&key) == item.get(&key))
+                .unwrap_or(usize::MAX)
+        };
+        merged.sort_by_key(rank);
+    }
+    Value::Array(merged)
+}
+
+/// Applies a strategic merge patch (see the module documentation) to `doc`.
+fn strategic_merge(doc: &mut Value, patch: &Value) {
+    let Value::Object(patch_map) = patch else {
+        *doc = patch.clone();
+        return;
+    };
+    if !doc.is_object() {
+        *doc = Value::Object(serde_json::Map::new());
+    }
+    let Value::Object(target) = doc else {
+        return;
+    };
+    for (key, value) in patch_map {
+        if key.starts_with('$') {
+            continue;
+        }
+        match value {
+            Value::Null => {
+                target.remove(key);
+            }
+            Value::Array(new) => {
+                let order = patch_map
+                    .get(&format!("{SET_ORDER}{key}"))
+                    .and_then(Value::as_array);
+                let old = target
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let objects = new.iter().all(Value::is_object);
+                let merged = if objects {
+                    merge_lists(&old, new, order)
+                } else {
+                    Value::Array(new.clone())
+                };
+                target.insert(key.clone(), merged);
+            }
+            Value::Object(_) => {
+                let entry = target.entry(key.clone()).or_insert(Value::Null);
+                strategic_merge(entry, value);
+            }
+            scalar => {
+                target.insert(key.clone(), scalar.clone());
+            }
+        }
+    }
+    // A list the patch only reorders.
+    for (key, order) in patch_map {
+        let Some(field) = key.strip_prefix(SET_ORDER) else {
+            continue;
+        };
+        if patch_map.contains_key(field) {
+            continue;
+        }
+        if let (Some(Value::Array(items)), Some(order)) = (target.get(field), order.as_array()) {
+            let merged = merge_lists(items, &[], Some(order));
+            target.insert(field.to_owned(), merged);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn strategic_merge_merges_keyed_lists_and_drops_directives() {
+        // What kubectl apply sends after a container field was added.
+        let target = json!({"spec": {"containers": [
+            {"name": "a", "image": "x", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "b", "image": "y"}]}});
+        let patch = json!({"spec": {
+            "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+            "containers": [{"name": "a", "imagePullPolicy": "Always"}]}});
+        let out = PatchType::Strategic.apply(&target, &patch).expect("patch");
+        assert_eq!(
+            out,
+            json!({"spec": {"containers": [
+                {"name": "a", "image": "x", "imagePullPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "b", "image": "y"}]}})
+        );
+        let delete = json!({"spec": {"containers": [{"$patch": "delete", "name": "b"}]}});
+        let out = PatchType::Strategic.apply(&out, &delete).expect("patch");
+        assert_eq!(out["spec"]["containers"].as_array().map(Vec::len), Some(1));
+        let scalars = json!({"spec": {"args": ["--v=2"]}});
+        let out = PatchType::Strategic
+            .apply(&json!({"spec": {"args": ["--v=1", "x"]}}), &scalars)
+            .expect("patch");
+        assert_eq!(
+            out,
+            json!({"spec": {"args": ["--v=2"]}}),
+            "primitive lists are replaced"
+        );
+    }
 
     #[test]
     fn content_types_map_to_patch_types() {

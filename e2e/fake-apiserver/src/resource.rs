@@ -5,6 +5,7 @@
 //! path, scope, kind, which subresources exist and what happens to `.status` on create.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -41,12 +42,56 @@ pub struct ResourceDef {
     /// Whether a `/status` subresource exists. When it does, writes to the main
     /// resource ignore `.status` and writes to `/status` change only `.status`.
     pub status_subresource: bool,
-    /// Whether a Pod-style `/binding` subresource exists (POST sets `spec.nodeName`).
+    /// Whether the Pod-style `/binding` (POST sets `spec.nodeName`) and `/eviction` (POST
+    /// deletes the pod when its PodDisruptionBudget allows) subresources exist.
     pub binding_subresource: bool,
     /// Treatment of `.status` on create.
     pub status_on_create: StatusOnCreate,
     /// Short names advertised in discovery (`kubectl get no`).
     pub short_names: Vec<String>,
+    /// Lower-case singular name (`pod`, `nodegroup`).
+    pub singular: String,
+    /// Categories advertised in discovery (`kubectl get all`).
+    pub categories: Vec<String>,
+    /// The CustomResourceDefinition that serves this resource, if any.
+    pub crd: Option<String>,
+    /// For custom resources: the CRD's `additionalPrinterColumns` of this version.
+    pub printer_columns: Vec<PrinterColumn>,
+    /// For custom resources: the CRD's `openAPIV3Schema` of this version (validation,
+    /// pruning and the OpenAPI document).
+    pub schema: Option<Arc<Value>>,
+    /// Another resource whose storage this one shares, seen through [`Conversion`]
+    /// (`events.k8s.io/v1` events are core `v1` events, as in etcd).
+    pub stored_as: Option<ResourceKey>,
+    /// How objects of this resource map to and from the shared storage.
+    pub conversion: Conversion,
+}
+
+/// One `additionalPrinterColumns` entry of a CRD version.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrinterColumn {
+    /// Column header.
+    pub name: String,
+    /// `integer`, `number`, `string`, `boolean` or `date`.
+    pub type_: String,
+    /// OpenAPI format (`name`, `date-time`, ...), may be empty.
+    pub format: String,
+    /// Column description.
+    pub description: String,
+    /// 0 in the default view, higher only in `-o wide`.
+    pub priority: i64,
+    /// Simple JSONPath (`.spec.replicas`) relative to the object.
+    pub json_path: String,
+}
+
+/// How a resource that shares another's storage converts objects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Conversion {
+    /// Stored as served.
+    #[default]
+    None,
+    /// `events.k8s.io/v1` Event over a core `v1` Event.
+    EventsV1,
 }
 
 impl ResourceDef {
@@ -74,7 +119,29 @@ impl ResourceDef {
                 StatusOnCreate::Keep
             },
             short_names: Vec::new(),
+            singular: kind.to_lowercase(),
+            categories: Vec::new(),
+            crd: None,
+            printer_columns: Vec::new(),
+            schema: None,
+            stored_as: None,
+            conversion: Conversion::None,
         }
+    }
+
+    /// Sets the categories advertised in discovery.
+    #[must_use]
+    pub fn with_categories(mut self, names: &[&str]) -> Self {
+        self.categories = names.iter().map(|n| (*n).to_owned()).collect();
+        self
+    }
+
+    /// Shares the storage of `other`, converting objects with `conversion`.
+    #[must_use]
+    pub fn stored_as(mut self, other: ResourceKey, conversion: Conversion) -> Self {
+        self.stored_as = Some(other);
+        self.conversion = conversion;
+        self
     }
 
     /// Sets the short names advertised in discovery.
@@ -126,6 +193,11 @@ impl ResourceDef {
         }
     }
 
+    /// The key of the collection objects of this resource are stored in.
+    pub fn storage_key(&self) -> ResourceKey {
+        self.stored_as.clone().unwrap_or_else(|| self.key())
+    }
+
     /// Subresource names served for this resource (for discovery and routing).
     pub fn subresources(&self) -> Vec<&'static str> {
         let mut subs = Vec::new();
@@ -134,6 +206,7 @@ impl ResourceDef {
         }
         if self.binding_subresource {
             subs.push("binding");
+            subs.push("eviction");
         }
         subs
     }
@@ -178,12 +251,15 @@ impl Registry {
         reg.insert(
             core("pods", "Pod", true, true)
                 .with_short_names(&["po"])
+                .with_categories(&["all"])
                 .with_binding()
                 .with_status_on_create(StatusOnCreate::Reset(
                     serde_json::json!({"phase": "Pending"}),
                 )),
         );
-        reg.insert(core("events", "Event", true, false).with_short_names(&["ev"]));
+        let core_events = core("events", "Event", true, false).with_short_names(&["ev"]);
+        let core_events_key = core_events.key();
+        reg.insert(core_events);
         reg.insert(core("configmaps", "ConfigMap", true, false).with_short_names(&["cm"]));
         reg.insert(ResourceDef::new(
             "coordination.k8s.io",
@@ -195,11 +271,25 @@ impl Registry {
         ));
         reg.insert(
             ResourceDef::new("events.k8s.io", "v1", "events", "Event", true, false)
-                .with_short_names(&["ev"]),
+                .with_short_names(&["ev"])
+                .stored_as(core_events_key, Conversion::EventsV1),
         );
         reg.insert(
             ResourceDef::new("apps", "v1", "daemonsets", "DaemonSet", true, true)
-                .with_short_names(&["ds"]),
+                .with_short_names(&["ds"])
+                .with_categories(&["all"]),
+        );
+        // Its status is reset on create, as upstream's strategy does; evictions spend it.
+        reg.insert(
+            ResourceDef::new(
+                "policy",
+                "v1",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                true,
+                true,
+            )
+            .with_short_names(&["pdb"]),
         );
         reg.insert(
             ResourceDef::new(
@@ -225,7 +315,30 @@ impl Registry {
             false,
         ));
         reg.insert(dra("devicetaintrules", "DeviceTaintRule", false, true));
+        reg.insert(
+            ResourceDef::new(
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                "CustomResourceDefinition",
+                false,
+                true,
+            )
+            .with_short_names(&["crd", "crds"])
+            .with_categories(&["api-extensions"]),
+        );
         reg
+    }
+
+    /// Removes every resource the CustomResourceDefinition `crd` serves; returns them.
+    pub fn remove_crd(&mut self, crd: &str) -> Vec<ResourceDef> {
+        let keys: Vec<ResourceKey> = self
+            .defs
+            .iter()
+            .filter(|(_, d)| d.crd.as_deref() == Some(crd))
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.iter().filter_map(|k| self.defs.remove(k)).collect()
     }
 
     /// Adds or replaces a resource definition.
@@ -273,7 +386,7 @@ mod tests {
         let pods = reg.get("", "v1", "pods").expect("pods registered");
         assert_eq!(pods.api_version(), "v1");
         assert_eq!(pods.group_resource(), "pods");
-        assert_eq!(pods.subresources(), vec!["status", "binding"]);
+        assert_eq!(pods.subresources(), vec!["status", "binding", "eviction"]);
         assert!(reg.serves("resource.k8s.io", "v1"));
         assert!(!reg.serves("resource.k8s.io", "v1beta1"));
     }

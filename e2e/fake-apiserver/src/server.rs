@@ -2,7 +2,8 @@
 
 use std::{
     net::{Ipv4Addr, SocketAddr},
-    sync::{Arc, Mutex},
+    path::PathBuf,
+    sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
 
@@ -13,13 +14,21 @@ use crate::{
     error::StartError,
     faults::{Faults, RequestRecord, Verb},
     http::{self, App},
-    lock,
+    lock, persist,
     resource::{Registry, ResourceDef},
     store::Store,
+    verbs,
 };
 
 /// Default number of events kept per resource for watch resumption.
 pub const DEFAULT_HISTORY_LIMIT: usize = 1000;
+
+/// How long a read of a resourceVersion the server has not reached waits (upstream's watch
+/// cache `blockTimeout`).
+pub const DEFAULT_TOO_LARGE_WAIT: Duration = Duration::from_secs(3);
+
+/// How often a changed store is written to the state file.
+const SAVE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Configures a [`FakeApiServer`] before it starts.
 #[derive(Clone, Debug)]
@@ -30,6 +39,9 @@ pub struct FakeApiServerBuilder {
     bookmark_interval: Duration,
     bind: SocketAddr,
     namespaces: Vec<String>,
+    state_file: Option<PathBuf>,
+    initial_resource_version: u64,
+    too_large_wait: Duration,
 }
 
 impl Default for FakeApiServerBuilder {
@@ -43,6 +55,9 @@ impl Default for FakeApiServerBuilder {
             namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
                 .map(str::to_owned)
                 .to_vec(),
+            state_file: None,
+            initial_resource_version: 0,
+            too_large_wait: DEFAULT_TOO_LARGE_WAIT,
         }
     }
 }
@@ -115,6 +130,33 @@ impl FakeApiServerBuilder {
         self
     }
 
+    /// Keeps every object and the resourceVersion in `path`: read at start when it exists
+    /// (a restart on the same data: no watch history, so older resourceVersions get 410 and
+    /// clients relist), written shortly after every change and, marked clean, on shutdown.
+    #[must_use]
+    pub fn state_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.state_file = Some(path.into());
+        self
+    }
+
+    /// Starts the resourceVersion counter at `rv` with everything at or below it compacted,
+    /// like an etcd restored with `--bump-revision rv --mark-compacted`: a client that kept a
+    /// resourceVersion from an earlier server gets 410 Gone and relists instead of waiting for
+    /// a resourceVersion this server has not reached. Ignored when a state file is read.
+    #[must_use]
+    pub fn initial_resource_version(mut self, rv: u64) -> Self {
+        self.initial_resource_version = rv;
+        self
+    }
+
+    /// How long a read of a resourceVersion the server has not reached waits before the 504
+    /// `Too large resource version` (default 3 s, as upstream).
+    #[must_use]
+    pub fn too_large_wait(mut self, wait: Duration) -> Self {
+        self.too_large_wait = wait;
+        self
+    }
+
     /// Binds the socket, seeds the namespaces and starts serving in the background.
     ///
     /// Must be called inside a Tokio runtime; the server runs on it until
@@ -131,25 +173,51 @@ impl FakeApiServerBuilder {
         let url = format!("http://{addr}");
         let client = client_for(&url)?;
 
-        let mut store = Store::new(self.history_limit);
-        if let Some(ns_def) = self.registry.get("", "v1", "namespaces") {
-            for name in &self.namespaces {
-                let body = serde_json::json!({"metadata": {"name": name}});
-                // A seed name that fails validation is skipped, like a rejected create.
-                if let Err(err) = store.create(ns_def, None, body, false) {
-                    tracing::warn!(namespace = %name, error = %err, "not seeding namespace");
-                }
+        let restored = match &self.state_file {
+            Some(path) => persist::load(path)?,
+            None => None,
+        };
+        let store = match restored {
+            Some((snapshot, clean)) => {
+                let bump = if clean { 0 } else { persist::UNCLEAN_BUMP };
+                let store = Store::restore(self.history_limit, snapshot, bump);
+                tracing::info!(
+                    resource_version = store.current_rv(),
+                    clean,
+                    "restored objects from the state file"
+                );
+                store
             }
-        }
+            None => {
+                let mut store =
+                    Store::starting_at(self.history_limit, self.initial_resource_version);
+                if let Some(ns_def) = self.registry.get("", "v1", "namespaces") {
+                    for name in &self.namespaces {
+                        let body = serde_json::json!({"metadata": {"name": name}});
+                        // A seed name that fails validation is skipped, like a rejected create.
+                        if let Err(err) = store.create(ns_def, None, body, false) {
+                            tracing::warn!(namespace = %name, error = %err, "not seeding namespace");
+                        }
+                    }
+                }
+                store
+            }
+        };
         let app = Arc::new(App {
-            registry: self.registry,
+            registry: RwLock::new(self.registry),
             store: Arc::new(Mutex::new(store)),
             faults: Mutex::new(Faults::default()),
             log: Mutex::new(Vec::new()),
             version: info,
             addr,
             bookmark_interval: self.bookmark_interval,
+            too_large_wait: self.too_large_wait,
         });
+        verbs::register_stored_crds(&app);
+        let saver = self
+            .state_file
+            .clone()
+            .map(|path| tokio::spawn(save_changes(Arc::clone(&app), path)));
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let router = http::router(Arc::clone(&app));
         let task = tokio::spawn(async move {
@@ -163,7 +231,7 @@ impl FakeApiServerBuilder {
                 tracing::error!(error = %err, "fake apiserver stopped with an error");
             }
         });
-        tracing::info!(%url, "fake apiserver listening");
+        tracing::info!(%url, "serving the Kubernetes API stand-in");
         Ok(FakeApiServer {
             app,
             addr,
@@ -171,7 +239,28 @@ impl FakeApiServerBuilder {
             client,
             stop_tx: Some(stop_tx),
             task: Some(task),
+            saver,
+            state_file: self.state_file,
         })
+    }
+}
+
+/// Writes the store to `path` whenever it changed (not marked clean: only shutdown does that).
+async fn save_changes(app: Arc<App>, path: PathBuf) {
+    let mut saved = None;
+    loop {
+        let snapshot = {
+            let store = lock(&app.store);
+            (saved != Some(store.current_rv())).then(|| store.snapshot())
+        };
+        if let Some(snapshot) = snapshot {
+            let rv = snapshot.resource_version;
+            match persist::save(&path, snapshot, false) {
+                Ok(()) => saved = Some(rv),
+                Err(err) => tracing::warn!(%err, "unable to write the state file"),
+            }
+        }
+        tokio::time::sleep(SAVE_INTERVAL).await;
     }
 }
 
@@ -213,6 +302,8 @@ pub struct FakeApiServer {
     client: kube::Client,
     stop_tx: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
+    saver: Option<JoinHandle<()>>,
+    state_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for FakeApiServer {
@@ -310,6 +401,31 @@ impl FakeApiServer {
         {
             task.abort();
         }
+        self.save_clean();
+    }
+
+    /// Stops the periodic saver and writes the state file marked clean.
+    fn save_clean(&mut self) {
+        if let Some(saver) = self.saver.take() {
+            saver.abort();
+        }
+        if let Some(path) = &self.state_file {
+            let snapshot = lock(&self.app.store).snapshot();
+            match persist::save(path, snapshot, true) {
+                Ok(()) => tracing::info!(path = %path.display(), "state saved"),
+                Err(err) => tracing::warn!(%err, "unable to write the state file"),
+            }
+        }
+    }
+
+    /// Stops serving without saving a clean state, as a killed process would: the state file
+    /// keeps the last periodic save, and a server started on it bumps the resourceVersion.
+    pub async fn kill(mut self) {
+        if let Some(saver) = self.saver.take() {
+            saver.abort();
+        }
+        self.state_file = None;
+        self.stop().await;
     }
 
     /// Serves until the process is interrupted (Ctrl-C / SIGINT), then shuts down.
@@ -327,6 +443,9 @@ impl Drop for FakeApiServer {
         }
         if let Some(task) = self.task.take() {
             task.abort();
+        }
+        if let Some(saver) = self.saver.take() {
+            saver.abort();
         }
     }
 }

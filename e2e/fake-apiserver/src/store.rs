@@ -16,12 +16,23 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 use crate::{
+    convert,
     error::ApiError,
     object::{self, Target, finalizers, is_terminating, meta_str, with_meta},
     patch::PatchType,
-    resource::{ResourceDef, ResourceKey},
+    resource::{Conversion, ResourceDef, ResourceKey},
     selector::Selectors,
 };
+
+/// Checks (and may change) a write's candidate object before it is stored: schema defaults,
+/// pruning and validation, and the per-request field validation. Gets the stored object for
+/// updates.
+pub type Admit<'a> = &'a mut dyn FnMut(&mut Value, Option<&Value>) -> Result<(), ApiError>;
+
+/// Admits everything unchanged.
+pub fn admit_all(_: &mut Value, _: Option<&Value>) -> Result<(), ApiError> {
+    Ok(())
+}
 
 /// `(namespace or "", name)`: sorts like the real server's etcd keys.
 type ObjectKey = (String, String);
@@ -97,6 +108,9 @@ pub struct WatchStart {
     pub epochs: WatchControl,
     /// The store's resourceVersion when the watch was opened.
     pub rv: u64,
+    /// Live events at or below this resourceVersion are not for this watch (a watch from a
+    /// resourceVersion the store has not reached yet starts after it, as upstream's).
+    pub after: u64,
 }
 
 /// Preconditions and options of a DELETE.
@@ -130,9 +144,45 @@ struct Collection {
 /// All objects of all resources.
 pub struct Store {
     rv: u64,
+    /// Every resourceVersion at or below this is compacted: the store started here (a restart,
+    /// or etcd's `--bump-revision --mark-compacted`) and has no history before it.
+    floor: u64,
     history_limit: usize,
     collections: HashMap<ResourceKey, Collection>,
     control: watch::Sender<WatchControl>,
+    /// The latest resourceVersion, for requests that wait until the store reaches one.
+    latest: watch::Sender<u64>,
+}
+
+/// Every object of a store and its resourceVersion: what a state file keeps.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Snapshot {
+    /// The latest resourceVersion handed out.
+    pub resource_version: u64,
+    /// Objects by collection (`group/version/plural`, core `v1/plural`).
+    pub collections: std::collections::BTreeMap<String, Vec<Value>>,
+}
+
+fn collection_name(key: &ResourceKey) -> String {
+    if key.group.is_empty() {
+        format!("{}/{}", key.version, key.plural)
+    } else {
+        format!("{}/{}/{}", key.group, key.version, key.plural)
+    }
+}
+
+fn parse_collection_name(name: &str) -> Option<ResourceKey> {
+    let parts: Vec<&str> = name.split('/').collect();
+    let (group, version, plural) = match parts.as_slice() {
+        [v, p] => ("", *v, *p),
+        [g, v, p] => (*g, *v, *p),
+        _ => return None,
+    };
+    Some(ResourceKey {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        plural: plural.to_owned(),
+    })
 }
 
 /// Now, as the RFC 3339 seconds-precision string Kubernetes uses for `metav1.Time`.
@@ -180,12 +230,57 @@ fn set_rv(object: &mut Value, rv: u64) {
 
 impl Store {
     /// An empty store whose per-resource histories keep `history_limit` events.
+    #[cfg(test)]
     pub fn new(history_limit: usize) -> Self {
+        Self::starting_at(history_limit, 0)
+    }
+
+    /// An empty store whose first write gets resourceVersion `floor + 1`; everything at or
+    /// below `floor` counts as compacted.
+    pub fn starting_at(history_limit: usize, floor: u64) -> Self {
         Self {
-            rv: 0,
+            rv: floor,
+            floor,
             history_limit: history_limit.max(1),
             collections: HashMap::new(),
             control: watch::Sender::new(WatchControl::default()),
+            latest: watch::Sender::new(floor),
+        }
+    }
+
+    /// A store holding `snapshot`'s objects, as a server restarted on its data: no history,
+    /// so every resourceVersion before the snapshot's counts as compacted. `bump` is added to
+    /// the resourceVersion first (a snapshot that may miss the last writes must not hand out
+    /// resourceVersions clients have already seen).
+    pub fn restore(history_limit: usize, snapshot: Snapshot, bump: u64) -> Self {
+        let rv = snapshot.resource_version.saturating_add(bump);
+        let mut store = Self::starting_at(history_limit, rv);
+        for (name, objects) in snapshot.collections {
+            let Some(key) = parse_collection_name(&name) else {
+                continue;
+            };
+            let col = store.collection_for(key);
+            for object in objects {
+                let ns = meta_str(&object, "namespace")
+                    .unwrap_or_default()
+                    .to_owned();
+                let name = meta_str(&object, "name").unwrap_or_default().to_owned();
+                col.objects.insert((ns, name), object);
+            }
+        }
+        store
+    }
+
+    /// Every object and the resourceVersion, for a state file.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            resource_version: self.rv,
+            collections: self
+                .collections
+                .iter()
+                .filter(|(_, c)| !c.objects.is_empty())
+                .map(|(key, c)| (collection_name(key), c.objects.values().cloned().collect()))
+                .collect(),
         }
     }
 
@@ -194,16 +289,24 @@ impl Store {
         self.rv
     }
 
-    fn collection(&mut self, def: &ResourceDef) -> &mut Collection {
+    /// Follows the latest resourceVersion (for reads that wait until the store reaches one).
+    pub fn latest(&self) -> watch::Receiver<u64> {
+        self.latest.subscribe()
+    }
+
+    fn collection_for(&mut self, key: ResourceKey) -> &mut Collection {
         let capacity = self.history_limit.max(16);
-        self.collections
-            .entry(def.key())
-            .or_insert_with(|| Collection {
-                objects: BTreeMap::new(),
-                history: VecDeque::new(),
-                compacted_rv: 0,
-                events: broadcast::channel(capacity).0,
-            })
+        let floor = self.floor;
+        self.collections.entry(key).or_insert_with(|| Collection {
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            compacted_rv: floor,
+            events: broadcast::channel(capacity).0,
+        })
+    }
+
+    fn collection(&mut self, def: &ResourceDef) -> &mut Collection {
+        self.collection_for(def.storage_key())
     }
 
     /// Records a committed change and sends it to live watches.
@@ -223,6 +326,7 @@ impl Store {
 
     fn next_rv(&mut self) -> u64 {
         self.rv += 1;
+        self.latest.send_replace(self.rv);
         self.rv
     }
 
@@ -234,13 +338,14 @@ impl Store {
         name: &str,
     ) -> Result<Value, ApiError> {
         self.collections
-            .get(&def.key())
+            .get(&def.storage_key())
             .and_then(|c| c.objects.get(&object_key(def, namespace, name)))
             .cloned()
             .ok_or_else(|| not_found(def, name))
     }
 
-    /// LIST: matching objects in key order, and the resourceVersion of the list.
+    /// LIST: matching objects in key order (as `def` serves them: selectors apply to that
+    /// form), and the resourceVersion of the list.
     pub fn list(
         &self,
         def: &ResourceDef,
@@ -249,13 +354,13 @@ impl Store {
     ) -> (Vec<Value>, u64) {
         let items = self
             .collections
-            .get(&def.key())
+            .get(&def.storage_key())
             .map(|c| {
                 c.objects
                     .iter()
                     .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
-                    .filter(|(_, obj)| selectors.matches(obj))
-                    .map(|(_, obj)| obj.clone())
+                    .map(|(_, obj)| convert::to_view(def.conversion, obj.clone()))
+                    .filter(|obj| selectors.matches(obj))
                     .collect()
             })
             .unwrap_or_default();
@@ -270,7 +375,20 @@ impl Store {
         body: Value,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
+        self.create_admitted(def, namespace, body, dry_run, &mut admit_all)
+    }
+
+    /// POST with an admission check on the candidate object.
+    pub fn create_admitted(
+        &mut self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        body: Value,
+        dry_run: bool,
+        admit: Admit<'_>,
+    ) -> Result<Value, ApiError> {
         let mut obj = object::prepare_create(def, namespace, body, random_suffix)?;
+        admit(&mut obj, None)?;
         let name = meta_str(&obj, "name").unwrap_or_default().to_owned();
         let key = object_key(def, namespace, &name);
         if self.collection(def).objects.contains_key(&key) {
@@ -356,13 +474,30 @@ impl Store {
         body: Value,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
+        self.update_admitted(def, target, namespace, name, body, dry_run, &mut admit_all)
+    }
+
+    /// PUT with an admission check on the candidate object.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_admitted(
+        &mut self,
+        def: &ResourceDef,
+        target: Target,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+        dry_run: bool,
+        admit: Admit<'_>,
+    ) -> Result<Value, ApiError> {
         let old = self.get(def, namespace, name)?;
-        let candidate = object::prepare_update(def, target, &old, body)?;
+        let mut candidate = object::prepare_update(def, target, &old, body)?;
+        admit(&mut candidate, Some(&old))?;
         let key = object_key(def, namespace, name);
         Ok(self.commit_update(def, key, old, candidate, dry_run))
     }
 
     /// PATCH of an object or of its `/status`; an apply patch creates a missing object.
+    #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     pub fn patch(
         &mut self,
@@ -374,12 +509,39 @@ impl Store {
         patch: &Value,
         dry_run: bool,
     ) -> Result<Written, ApiError> {
+        self.patch_admitted(
+            def,
+            target,
+            namespace,
+            name,
+            (patch_type, patch),
+            dry_run,
+            Conversion::None,
+            &mut admit_all,
+        )
+    }
+
+    /// PATCH with an admission check on the candidate; the patch applies to the object as
+    /// served through `view` (its storage form is `def`'s).
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch_admitted(
+        &mut self,
+        def: &ResourceDef,
+        target: Target,
+        namespace: Option<&str>,
+        name: &str,
+        (patch_type, patch): (PatchType, &Value),
+        dry_run: bool,
+        view: Conversion,
+        admit: Admit<'_>,
+    ) -> Result<Written, ApiError> {
         let old = match self.get(def, namespace, name) {
             Ok(old) => old,
             Err(ApiError::NotFound { .. })
                 if patch_type == PatchType::Apply && target == Target::Main =>
             {
-                let mut body = patch_type.apply(&json!({}), patch)?;
+                let body = patch_type.apply(&json!({}), patch)?;
+                let mut body = convert::to_stored(view, body);
                 match meta_str(&body, "name") {
                     Some(n) if !n.is_empty() && n != name => {
                         return Err(ApiError::BadRequest(format!(
@@ -390,7 +552,7 @@ impl Store {
                         meta.insert("name".into(), Value::String(name.to_owned()))
                     }),
                 };
-                let object = self.create(def, namespace, body, dry_run)?;
+                let object = self.create_admitted(def, namespace, body, dry_run, admit)?;
                 return Ok(Written {
                     object,
                     created: true,
@@ -398,7 +560,8 @@ impl Store {
             }
             Err(e) => return Err(e),
         };
-        let patched = patch_type.apply(&old, patch).map_err(|e| match e {
+        let old_view = convert::to_view(view, old.clone());
+        let patched = patch_type.apply(&old_view, patch).map_err(|e| match e {
             ApiError::Invalid { field, detail, .. } => ApiError::Invalid {
                 kind: def.kind.clone(),
                 name: name.to_owned(),
@@ -407,7 +570,9 @@ impl Store {
             },
             other => other,
         })?;
-        let candidate = object::prepare_update(def, target, &old, patched)?;
+        let patched = convert::to_stored(view, patched);
+        let mut candidate = object::prepare_update(def, target, &old, patched)?;
+        admit(&mut candidate, Some(&old))?;
         let key = object_key(def, namespace, name);
         Ok(Written {
             object: self.commit_update(def, key, old, candidate, dry_run),
@@ -579,6 +744,10 @@ impl Store {
         let epochs = *control.borrow();
         let rv = self.rv;
         let col = self.collection(def);
+        let after = match from {
+            WatchFrom::Now { .. } => rv,
+            WatchFrom::After(from_rv) => from_rv,
+        };
         let (initial, backlog) = match from {
             WatchFrom::Now { initial } => {
                 let objects = if initial {
@@ -615,6 +784,7 @@ impl Store {
             control,
             epochs,
             rv,
+            after,
         })
     }
 

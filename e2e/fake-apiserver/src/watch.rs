@@ -18,12 +18,14 @@ use tokio::sync::{broadcast::error::RecvError, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::{
+    convert,
     error::ApiError,
     lock,
     object::meta_str,
     resource::ResourceDef,
     selector::Selectors,
     store::{Change, ChangeKind, Store, WatchStart},
+    table::{self, IncludeObject},
 };
 
 /// Everything a watch request asked for.
@@ -42,6 +44,9 @@ pub struct WatchRequest {
     pub initial_events_end: bool,
     /// The client asked for `PartialObjectMetadata` objects.
     pub metadata_only: bool,
+    /// The client asked for Tables (`kubectl get -w`): each event's object is a one-row
+    /// Table, the first with the column definitions.
+    pub table: Option<IncludeObject>,
     /// From `timeoutSeconds`.
     pub timeout: Duration,
     /// How often to send a bookmark when bookmarks are allowed.
@@ -92,20 +97,20 @@ fn translate(req: &WatchRequest, change: &Change) -> Option<(&'static str, Value
     {
         return None;
     }
-    let now = req.selectors.matches(&change.object);
+    // Selectors apply to the object as this resource serves it.
+    let object = convert::to_view(req.def.conversion, change.object.clone());
+    let now = req.selectors.matches(&object);
     match change.kind {
-        ChangeKind::Added | ChangeKind::Deleted => {
-            now.then(|| (change.kind.as_str(), change.object.clone()))
-        }
+        ChangeKind::Added | ChangeKind::Deleted => now.then(|| (change.kind.as_str(), object)),
         ChangeKind::Modified => {
-            let before = change
-                .previous
-                .as_ref()
-                .is_some_and(|p| req.selectors.matches(p));
+            let before = change.previous.as_ref().is_some_and(|p| {
+                req.selectors
+                    .matches(&convert::to_view(req.def.conversion, p.clone()))
+            });
             match (before, now) {
-                (true, true) => Some(("MODIFIED", change.object.clone())),
-                (false, true) => Some(("ADDED", change.object.clone())),
-                (true, false) => Some(("DELETED", change.object.clone())),
+                (true, true) => Some(("MODIFIED", object)),
+                (false, true) => Some(("ADDED", object)),
+                (true, false) => Some(("DELETED", object)),
                 (false, false) => None,
             }
         }
@@ -136,19 +141,36 @@ async fn run(
         mut control,
         epochs,
         rv,
+        after,
     } = start;
     let deadline = tokio::time::sleep(req.timeout);
     tokio::pin!(deadline);
 
-    let shape = |object: &Value| {
-        if req.metadata_only {
+    let mut headers = true;
+    let mut shape = |object: &Value| {
+        if let Some(include) = req.table {
+            let t = table::table(
+                &req.def,
+                std::slice::from_ref(object),
+                None,
+                include,
+                headers,
+                k8s_openapi::jiff::Timestamp::now(),
+            );
+            headers = false;
+            t
+        } else if req.metadata_only {
             partial_metadata(object)
         } else {
             object.clone()
         }
     };
-    for object in initial.iter().filter(|o| req.selectors.matches(o)) {
-        if tx.send(line("ADDED", &shape(object))).await.is_err() {
+    for object in initial
+        .iter()
+        .map(|o| convert::to_view(req.def.conversion, o.clone()))
+        .filter(|o| req.selectors.matches(o))
+    {
+        if tx.send(line("ADDED", &shape(&object))).await.is_err() {
             return;
         }
     }
@@ -182,6 +204,7 @@ async fn run(
             }
             () = &mut deadline => return,
             received = events.recv() => match received {
+                Ok(change) if change.rv <= after => {}
                 Ok(change) => {
                     if let Some((kind, object)) = translate(&req, &change)
                         && tx.send(line(kind, &shape(&object))).await.is_err()
@@ -229,6 +252,7 @@ mod tests {
             bookmarks: false,
             initial_events_end: false,
             metadata_only: false,
+            table: None,
             timeout: Duration::from_secs(1),
             bookmark_interval: Duration::from_secs(1),
         }

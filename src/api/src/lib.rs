@@ -9,6 +9,7 @@
 //! here does I/O, so the pure planner can depend on it.
 //!
 //! * [`nodegroup`]: the spec and status types.
+//! * [`scale_down`]: the optional `spec.scaleDown` settings and `status.unneededNodes`.
 //! * [`validate`]: [`NodeGroupSpec::validate`] and its typed errors.
 //! * [`crdgen`]: the CustomResourceDefinition YAML, for `dra-autoscaler crd`.
 //! * [`new_node`]: the Node and ResourceSlices a group's new machine has, shared by the planner
@@ -17,12 +18,15 @@
 pub mod crdgen;
 pub mod new_node;
 pub mod nodegroup;
+pub mod scale_down;
 pub mod validate;
 
 pub use crdgen::{CrdGenError, crd, crd_yaml};
 pub use new_node::{NewNode, SLICE_NODE_LABEL, new_node, new_node_label};
 pub use nodegroup::{
-    CapacityType, LastScaleUp, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec, NodeGroupStatus,
-    NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UpcomingNode,
+    CapacityType, LastScaleUp, NODE_GROUP_API_VERSION, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec,
+    NodeGroupStatus, NodeTemplate, Reservation, ScaleUpOutcome, TopologyDomain, UnconfirmedRequest,
+    UpcomingNode,
 };
+pub use scale_down::{BadDuration, ScaleDownPolicy, UnneededNode, parse_duration};
 pub use validate::{InvalidNodeGroup, ValidationError};

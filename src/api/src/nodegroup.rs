@@ -14,8 +14,14 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::scale_down::{ScaleDownPolicy, UnneededNode};
+
 /// Label every Node started for a node group carries; its value is the node group's name.
 pub const NODE_GROUP_LABEL: &str = "dra-autoscaler.io/node-group";
+
+/// The one `apiVersion` the NodeGroup CRD serves (the derive below must agree;
+/// a test pins it).
+pub const NODE_GROUP_API_VERSION: &str = "dra-autoscaler.io/v1alpha1";
 
 /// A pool of identical machines the autoscaler may grow and shrink.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -62,6 +68,9 @@ pub struct NodeGroupSpec {
     pub topology_domain: Option<TopologyDomain>,
     /// What a freshly started machine of this group looks like.
     pub template: NodeTemplate,
+    /// How the group shrinks; unset fields take the controller's `--scale-down-*` defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down: Option<ScaleDownPolicy>,
 }
 
 /// How the machines of a group are bought.
@@ -180,12 +189,26 @@ pub struct NodeGroupStatus {
     /// No scale-up is tried before this time after a failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff_until: Option<Time>,
+    /// When the last backoff window began: with `backoffUntil` it gives the window's
+    /// length, which the next failure soon after doubles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff_started: Option<Time>,
     /// The most recent scale-up attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_scale_up: Option<LastScaleUp>,
     /// Machines requested and not yet registered, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub upcoming_nodes: Vec<UpcomingNode>,
+    /// Nodes found unneeded (underused, every pod able to move), with the time each was first
+    /// found so; a node is removed once it has been unneeded for the group's unneeded time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unneeded_nodes: Vec<UnneededNode>,
+    /// All-or-nothing requests whose outcome the provider has not confirmed yet:
+    /// recorded before the provider is called and removed once it answers. One
+    /// still here after a restart or a lost answer is sent again with the same
+    /// request id, which the provider answers without starting machines twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unconfirmed_requests: Vec<UnconfirmedRequest>,
     /// Standard conditions (`Ready`, `Backoff`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
@@ -219,6 +242,18 @@ pub enum ScaleUpOutcome {
     Failed,
 }
 
+/// An all-or-nothing increase sent (or about to be sent) whose answer is not known.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnconfirmedRequest {
+    /// The idempotency token; also the prefix of its `upcomingNodes` placeholders.
+    pub request_id: String,
+    /// Machines asked for.
+    pub count: i32,
+    /// The fewest machines worth starting together.
+    pub min_count: i32,
+}
+
 /// A machine that was requested and has not registered yet.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -227,4 +262,15 @@ pub struct UpcomingNode {
     pub name: String,
     /// When the machine was requested.
     pub requested_at: Time,
+}
+
+#[cfg(test)]
+mod api_version_tests {
+    #[test]
+    fn the_constant_is_the_derived_api_version() {
+        assert_eq!(
+            <super::NodeGroup as kube::Resource>::api_version(&()),
+            super::NODE_GROUP_API_VERSION
+        );
+    }
 }

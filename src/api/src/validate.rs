@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::resource::v1::ResourceSliceSpec;
 
 use crate::nodegroup::{CapacityType, NodeGroupSpec};
+use crate::scale_down::ScaleDownPolicy;
 
 /// One problem found in a node group spec.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -50,6 +51,28 @@ pub enum ValidationError {
     BadPrice {
         /// The value found.
         value: f64,
+    },
+    /// `spec.scaleDown.utilizationThreshold` is outside 0..=1 (or not a number).
+    #[error("spec.scaleDown.utilizationThreshold must be a fraction between 0 and 1, got {value}")]
+    BadThreshold {
+        /// The value found.
+        value: f64,
+    },
+    /// A `spec.scaleDown` duration does not parse.
+    #[error("{field}: {error}")]
+    BadDuration {
+        /// Field path, e.g. `spec.scaleDown.unneededTime`.
+        field: &'static str,
+        /// What was wrong.
+        error: crate::scale_down::BadDuration,
+    },
+    /// `spec.scaleDown.removeReservedNodes` on a group that is not reserved.
+    #[error(
+        "spec.scaleDown.removeReservedNodes only applies to reserved groups, not {capacity_type}"
+    )]
+    RemoveReservedNotReserved {
+        /// The group's capacity type.
+        capacity_type: CapacityType,
     },
     /// A template slice sets neither devices nor shared counters.
     #[error("spec.template.resourceSlices[{slice}] has neither devices nor sharedCounters")]
@@ -139,7 +162,8 @@ impl NodeGroupSpec {
     /// Checks the rules the schema cannot: `minSize <= maxSize`, a reservation exactly for
     /// reserved groups with `total >= 0`, a finite non-negative price, and template slices that
     /// a driver could really publish (node-local, devices and counters apart, unique names,
-    /// counters that exist, a slice count that matches).
+    /// counters that exist, a slice count that matches), and `scaleDown` settings that parse (a
+    /// threshold between 0 and 1, durations, `removeReservedNodes` only on reserved groups).
     ///
     /// # Errors
     /// [`InvalidNodeGroup`] listing every problem found.
@@ -205,12 +229,42 @@ impl NodeGroupSpec {
                 field: "spec.topologyDomain.key".to_owned(),
             });
         }
+        if let Some(policy) = &self.scale_down {
+            validate_scale_down(policy, self.capacity_type, &mut errors);
+        }
         validate_slices(&self.template.resource_slices, &mut errors);
         if errors.is_empty() {
             Ok(())
         } else {
             Err(InvalidNodeGroup { errors })
         }
+    }
+}
+
+fn validate_scale_down(
+    policy: &ScaleDownPolicy,
+    capacity_type: CapacityType,
+    errors: &mut Vec<ValidationError>,
+) {
+    if let Some(value) = policy.utilization_threshold
+        && !(0.0..=1.0).contains(&value)
+    {
+        errors.push(ValidationError::BadThreshold { value });
+    }
+    if let Err(error) = policy.unneeded_time() {
+        errors.push(ValidationError::BadDuration {
+            field: "spec.scaleDown.unneededTime",
+            error,
+        });
+    }
+    if let Err(error) = policy.empty_unneeded_time() {
+        errors.push(ValidationError::BadDuration {
+            field: "spec.scaleDown.emptyUnneededTime",
+            error,
+        });
+    }
+    if policy.remove_reserved_nodes.is_some() && capacity_type != CapacityType::Reserved {
+        errors.push(ValidationError::RemoveReservedNotReserved { capacity_type });
     }
 }
 

@@ -34,6 +34,7 @@ fn spec(labels: &[(&str, &str)], domain: Option<(&str, &str)>) -> NodeGroupSpec 
             capacity: BTreeMap::from([("cpu".to_owned(), Quantity("8".into()))]),
             ..NodeTemplate::default()
         },
+        scale_down: None,
     }
 }
 

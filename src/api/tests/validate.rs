@@ -187,3 +187,53 @@ fn wrong_resource_slice_count_is_rejected() {
         }]
     );
 }
+
+#[test]
+fn scale_down_settings_are_checked_by_field() {
+    let mut s = spec();
+    s.scale_down = Some(
+        serde_json::from_value(serde_json::json!({
+            "utilizationThreshold": 1.5,
+            "unneededTime": "ten minutes",
+            "emptyUnneededTime": "1m",
+            "removeReservedNodes": true
+        }))
+        .unwrap(),
+    );
+    let found = errors(&s);
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert_eq!(found[0], ValidationError::BadThreshold { value: 1.5 });
+    assert!(
+        found[1]
+            .to_string()
+            .starts_with("spec.scaleDown.unneededTime: \"ten minutes\" is not a duration"),
+        "{}",
+        found[1]
+    );
+    assert_eq!(
+        found[2],
+        ValidationError::RemoveReservedNotReserved {
+            capacity_type: CapacityType::OnDemand
+        }
+    );
+}
+
+#[test]
+fn valid_scale_down_settings_pass() {
+    let mut s = spec();
+    s.scale_down = Some(
+        serde_json::from_value(serde_json::json!({
+            "enabled": true,
+            "utilizationThreshold": 0.5,
+            "unneededTime": "10m",
+            "emptyUnneededTime": "30s"
+        }))
+        .unwrap(),
+    );
+    s.validate().unwrap();
+    let policy = s.scale_down.as_ref().unwrap();
+    assert_eq!(
+        policy.unneeded_time().unwrap(),
+        Some(k8s_openapi::jiff::SignedDuration::from_mins(10))
+    );
+}

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use dra_plan::gang_apis::GangApisFound;
+use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
 use dra_plan::{PlanOptions, PlanReport};
 use dra_sim::report::Report;
-use dra_sim::{FeatureGates, KubeVersion, Loader};
+use dra_sim::{ClusterObjects, FeatureGates, KubeVersion, Loader};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::input;
@@ -22,13 +24,15 @@ pub enum OutputFormat {
 }
 
 /// What `simulate` produced: a placement of pending pods on existing nodes,
-/// or, when the input has NodeGroups, a scale-up plan.
+/// or, when the input has NodeGroups, a scale-up plan and what scale-down
+/// would remove.
 #[derive(Debug, Clone)]
 pub enum SimulateOutput {
     /// Pods placed on existing nodes only.
     Pods(Report),
-    /// A plan over node groups.
-    Plan(PlanReport),
+    /// A plan over node groups, and the scale-down analysis after it.
+    /// (Boxed: a plan is far larger than the other variant.)
+    Plan(Box<PlanReport>, ScaleDownReport),
 }
 
 impl SimulateOutput {
@@ -39,9 +43,32 @@ impl SimulateOutput {
     pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
         match self {
             SimulateOutput::Pods(r) => serde_json::to_value(r),
-            SimulateOutput::Plan(r) => serde_json::to_value(r),
+            SimulateOutput::Plan(plan, scale_down) => plan_json(plan, scale_down),
         }
     }
+
+    /// The report as `-o text` prints it.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        match self {
+            SimulateOutput::Pods(r) => r.to_text(),
+            SimulateOutput::Plan(plan, scale_down) => plan.to_text() + &scale_down.to_text(),
+        }
+    }
+}
+
+/// The plan's JSON with the scale-down keys (`scaleDowns`, `scaleDownBlocked`) added.
+fn plan_json(
+    plan: &PlanReport,
+    scale_down: &ScaleDownReport,
+) -> serde_json::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(plan)?;
+    if let (Some(map), serde_json::Value::Object(more)) =
+        (value.as_object_mut(), serde_json::to_value(scale_down)?)
+    {
+        map.extend(more);
+    }
+    Ok(value)
 }
 
 /// Flags of `simulate`.
@@ -56,8 +83,25 @@ pub struct SimulateArgs {
     )]
     pub kubernetes_version: String,
 
+    /// The DynamicResources plugin's `filterTimeout`: how long kube-scheduler
+    /// lets one pod's device allocation on one node run (with the
+    /// `DRASchedulerFilterTimeout` gate, on since 1.34) before it reports the
+    /// node as "timed out trying to allocate devices". Simulated as a work
+    /// bound (1,000 search steps per millisecond); `0s` disables it.
+    #[arg(long, env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT", default_value = "10s")]
+    pub dra_filter_timeout: SignedDuration,
+
     /// Feature gates on top of the version's defaults, as kube-scheduler takes
     /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`.
+    /// Known gates: DRAAdminAccess, DRAPrioritizedList, DRAPartitionableDevices,
+    /// DRADeviceTaints, DRADeviceTaintRules, DRADeviceBindingConditions,
+    /// DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
+    /// DRAFractionalCapacityRange, DRAListTypeAttributes, DRAExtendedResource,
+    /// DRADeviceCompatibilityGroups, DRAOptionalNodeOperations, GenericWorkload,
+    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout. When
+    /// planning, scheduling.k8s.io Workload/PodGroup objects or pods linked to
+    /// them turn the gang gates on (GenericWorkload, GangScheduling,
+    /// TopologyAwareWorkloadScheduling) unless this flag turns them off.
     #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
     pub feature_gates: String,
 
@@ -70,8 +114,9 @@ pub struct SimulateArgs {
     #[arg(long, env = "DRA_AUTOSCALER_EXPANDER", default_value = "least-cost")]
     pub expander: String,
 
-    /// The time to plan at (RFC 3339), for reservation end times. Without it,
-    /// end times are ignored (a simulation reads no clock).
+    /// The time to plan at, for reservation end times: an RFC 3339 time
+    /// (2026-12-01T00:00:00Z), or `none` to ignore end times (output that does
+    /// not depend on the clock). Default: the current time.
     #[arg(long, env = "DRA_AUTOSCALER_NOW")]
     pub now: Option<String>,
 
@@ -96,33 +141,62 @@ impl SimulateArgs {
     /// # Errors
     /// An unsupported version or a malformed/unknown gate.
     pub fn gates(&self) -> anyhow::Result<FeatureGates> {
+        let mut gates = self.version_gates()?;
+        gates
+            .apply_flag(&self.feature_gates)
+            .context("--feature-gates")?;
+        gates
+            .set_dra_filter_timeout(self.dra_filter_timeout)
+            .context("--dra-filter-timeout")?;
+        Ok(gates)
+    }
+
+    /// The defaults of `--kubernetes-version`, before `--feature-gates`.
+    fn version_gates(&self) -> anyhow::Result<FeatureGates> {
         let version: KubeVersion = self
             .kubernetes_version
             .parse()
             .context("--kubernetes-version")?;
-        let mut gates = FeatureGates::for_version(version);
-        gates
-            .apply_flag(&self.feature_gates)
-            .context("--feature-gates")?;
-        Ok(gates)
+        Ok(FeatureGates::for_version(version))
     }
 
-    /// Planner options from the flags.
+    /// The gates to plan `objects` with: the version's defaults, the gang gates
+    /// the objects show the cluster runs (see [`dra_plan::gang_apis`]), then
+    /// `--feature-gates`. Also returns the line saying which gang APIs were
+    /// found and used, if any was found.
+    ///
+    /// # Errors
+    /// An unsupported version or a malformed/unknown gate.
+    pub fn planning_gates(
+        &self,
+        objects: &ClusterObjects,
+    ) -> anyhow::Result<(FeatureGates, Option<String>)> {
+        let found =
+            GangApisFound::in_objects(&objects.extra, &objects.pods, &objects.pod_workload_refs);
+        let resolved = found
+            .resolve_gates(self.version_gates()?, &self.feature_gates)
+            .context("--feature-gates")?;
+        Ok((resolved.gates, resolved.summary))
+    }
+
+    /// Planner options from the flags, planning at `clock` unless `--now`
+    /// says otherwise.
     ///
     /// # Errors
     /// An unknown expander, a bad time or duration.
-    pub fn plan_options(&self) -> anyhow::Result<PlanOptions> {
+    pub fn plan_options(&self, clock: Timestamp) -> anyhow::Result<PlanOptions> {
         let expander = self
             .expander
             .parse()
             .map_err(|e: String| anyhow::anyhow!(e))
             .context("--expander")?;
-        let now = self
-            .now
-            .as_deref()
-            .map(str::parse::<Timestamp>)
-            .transpose()
-            .context("--now: expected an RFC 3339 time such as 2026-12-01T00:00:00Z")?;
+        let now = match self.now.as_deref().map(str::trim) {
+            None => Some(clock),
+            Some("none") => None,
+            Some(time) => Some(time.parse::<Timestamp>().context(
+                "--now: expected an RFC 3339 time such as 2026-12-01T00:00:00Z, or none",
+            )?),
+        };
         let min_reservation_left: SignedDuration = self
             .min_reservation_left
             .parse()
@@ -135,16 +209,20 @@ impl SimulateArgs {
     }
 
     /// Loads the snapshot and simulates (or plans, when NodeGroups are in the
-    /// input), without printing. Returns the report and a note on skipped kinds.
+    /// input, at the current time unless `--now` says otherwise), without
+    /// printing. Returns the report and notes for stderr (skipped kinds, the
+    /// gang APIs found).
     ///
     /// # Errors
     /// Bad flags or unreadable input.
-    pub fn simulate(&self) -> anyhow::Result<(SimulateOutput, Option<String>)> {
-        let gates = self.gates()?;
-        let options = self.plan_options()?;
+    pub fn simulate(&self) -> anyhow::Result<(SimulateOutput, Vec<String>)> {
+        // The CLI reads the clock; the planner only ever gets a time.
+        let options = self.plan_options(Timestamp::now())?;
         let mut loader = Loader::new();
         loader.keep_kind("dra-autoscaler.io", "NodeGroup");
         loader.keep_kind("apps", "DaemonSet");
+        let (pdb_group, pdb_kind) = dra_plan::scaledown::pdb::PDB_KIND;
+        loader.keep_kind(pdb_group, pdb_kind);
         for (group, kind) in dra_plan::gang::GANG_KINDS
             .iter()
             .chain(dra_plan::templates::STAND_IN_KINDS)
@@ -152,7 +230,10 @@ impl SimulateArgs {
             loader.keep_kind(group, kind);
         }
         let loaded = input::load(&self.paths, loader)?;
-        let note = loaded.skipped_note();
+        let mut notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
+            .into_iter()
+            .flatten()
+            .collect();
         // ProvisioningRequests and CapacityBuffers are planned too, on
         // existing capacity when there is no NodeGroup.
         let has_groups = loaded.objects.extra.iter().any(|o| {
@@ -161,11 +242,24 @@ impl SimulateArgs {
                 || o.kind == dra_plan::buffers::KIND
         });
         let output = if has_groups {
-            SimulateOutput::Plan(dra_plan::plan(loaded.objects, gates, &options))
+            let (gates, gang_apis) = self.planning_gates(&loaded.objects)?;
+            notes.extend(gang_apis);
+            let plan = dra_plan::plan(loaded.objects.clone(), gates, &options);
+            // No history offline: every underused node counts as unneeded for long enough.
+            let scale_down = dra_plan::scaledown::analyse(
+                loaded.objects,
+                gates,
+                &plan,
+                &ScaleDownOptions {
+                    now: options.now,
+                    ..ScaleDownOptions::default()
+                },
+            );
+            SimulateOutput::Plan(Box::new(plan), scale_down)
         } else {
-            SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, gates))
+            SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, self.gates()?))
         };
-        Ok((output, note))
+        Ok((output, notes))
     }
 
     /// Runs the command: the report goes to stdout, notes to stderr.
@@ -173,8 +267,8 @@ impl SimulateArgs {
     /// # Errors
     /// Bad flags, unreadable input, or stdout closed.
     pub fn run(self) -> anyhow::Result<()> {
-        let (report, note) = self.simulate()?;
-        if let Some(note) = note {
+        let (report, notes) = self.simulate()?;
+        for note in notes {
             tracing::info!(note, "input");
             eprintln!("note: {note}");
         }
@@ -182,11 +276,10 @@ impl SimulateArgs {
             (OutputFormat::Json, SimulateOutput::Pods(r)) => {
                 serde_json::to_string_pretty(r)? + "\n"
             }
-            (OutputFormat::Json, SimulateOutput::Plan(r)) => {
-                serde_json::to_string_pretty(r)? + "\n"
+            (OutputFormat::Json, SimulateOutput::Plan(plan, scale_down)) => {
+                serde_json::to_string_pretty(&plan_json(plan, scale_down)?)? + "\n"
             }
-            (OutputFormat::Text, SimulateOutput::Pods(r)) => r.to_text(),
-            (OutputFormat::Text, SimulateOutput::Plan(r)) => r.to_text(),
+            (OutputFormat::Text, report) => report.to_text(),
         };
         std::io::stdout()
             .lock()

@@ -61,6 +61,30 @@ fn simulate_matches_upstream_filter_behaviour_on_every_case() {
     golden::run_suite("filters", 25, compare);
 }
 
+/// Inputs that once crashed, stalled or misled the simulator
+/// (`testdata/robustness/README.md`): each gives upstream's answer, or the
+/// load error the API server's validation implies, with a report of at most
+/// 100 KB in either format.
+#[test]
+fn robustness_inputs_give_upstream_answers_in_bounded_output() {
+    golden::run_suite("robustness", 18, compare);
+    let mut failures = Vec::new();
+    for dir in golden::case_dirs("robustness") {
+        for format in ["json", "text"] {
+            if let Ok(text) = golden::simulate_as(&dir, format)
+                && text.len() > 100_000
+            {
+                failures.push(format!(
+                    "{}: {format} report is {} bytes",
+                    dir.display(),
+                    text.len()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn wildcard_share_ids_and_reason_substrings() {
     let expected = serde_json::json!({"pods": [{"pod": "a/b", "outcome": "unschedulable", "reasons": ["cannot allocate"]}]});

@@ -7,9 +7,12 @@
 //! (when expected), outcome, minCount and members, with each expected reason a substring of
 //! some actual reason; `pods` in order by pod, outcome, node and nodeGroup
 //! (allocations only when the expectation lists them); `nodeGroupErrors` by
-//! nodeGroup when expected; `provisioningRequests` and `capacityBuffers`, when
-//! expected, in order, every key written in the expectation (a `condition`'s
-//! keys likewise) and each expected reason a substring of some actual reason.
+//! nodeGroup when expected; `scaleDowns` and `scaleDownBlocked`, when the
+//! expectation has the key, in order by node and nodeGroup, each expected
+//! reason a substring of the actual one; `provisioningRequests` and
+//! `capacityBuffers`, when expected, in order, every key written in the
+//! expectation (a `condition`'s keys likewise) and each expected reason a
+//! substring of some actual reason.
 
 mod golden;
 
@@ -72,6 +75,27 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
             ));
         }
     }
+    for key in ["scaleDowns", "scaleDownBlocked"] {
+        if expected.get(key).is_none() {
+            continue;
+        }
+        let (es, as_) = (list(expected, key), list(actual, key));
+        let matches = es.len() == as_.len()
+            && es.iter().zip(as_).all(|(e, a)| {
+                e["node"] == a["node"]
+                    && e["nodeGroup"] == a["nodeGroup"]
+                    && a["reason"]
+                        .as_str()
+                        .is_some_and(|r| r.contains(e["reason"].as_str().unwrap_or_default()))
+            });
+        if !matches {
+            problems.push(format!(
+                "{key} differ\n    expected {}\n    actual   {}",
+                Value::Array(es.to_vec()),
+                Value::Array(as_.to_vec())
+            ));
+        }
+    }
     for (key, name_key) in [
         ("provisioningRequests", "provisioningRequest"),
         ("capacityBuffers", "capacityBuffer"),
@@ -110,18 +134,32 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
 
 #[test]
 fn plans_match_the_planner_rules_on_every_scenario() {
-    golden::run_suite("scenarios", 65, compare);
+    golden::run_suite("scenarios", 83, compare);
 }
 
-/// The plan `simulate -o json` prints reads back into the typed report and
-/// writes out unchanged: the typed fields (gang API, gang and pod names,
+/// The plan `simulate -o json` prints reads back into the typed reports (the
+/// plan, and the scale-down analysis for `scaleDowns` and `scaleDownBlocked`)
+/// and writes out unchanged: the typed fields (gang API, gang and pod names,
 /// capacity type) keep the JSON contract's strings.
 fn reads_back_unchanged(_expected: &Value, actual: &Value) -> Vec<String> {
     let typed: dra_plan::PlanReport = match serde_json::from_value(actual.clone()) {
         Ok(r) => r,
         Err(e) => return vec![format!("does not read back: {e}")],
     };
-    match serde_json::to_value(&typed) {
+    let scale_down: dra_plan::scaledown::ScaleDownReport =
+        match serde_json::from_value(actual.clone()) {
+            Ok(r) => r,
+            Err(e) => return vec![format!("scale-down keys do not read back: {e}")],
+        };
+    let again = serde_json::to_value(&typed).and_then(|mut plan| {
+        if let (Some(map), Value::Object(more)) =
+            (plan.as_object_mut(), serde_json::to_value(&scale_down)?)
+        {
+            map.extend(more);
+        }
+        Ok(plan)
+    });
+    match again {
         Ok(again) if &again == actual => Vec::new(),
         Ok(again) => vec![format!("writes back differently: {again}")],
         Err(e) => vec![format!("does not write back: {e}")],
@@ -130,7 +168,7 @@ fn reads_back_unchanged(_expected: &Value, actual: &Value) -> Vec<String> {
 
 #[test]
 fn plans_read_back_into_the_typed_report_unchanged() {
-    golden::run_suite("scenarios", 65, reads_back_unchanged);
+    golden::run_suite("scenarios", 83, reads_back_unchanged);
 }
 
 #[test]
@@ -140,4 +178,12 @@ fn comparison_catches_differences() {
     let other = serde_json::json!({"scaleUps": [{"nodeGroup": "a", "count": 3}], "podGroups": [], "pods": []});
     assert!(compare(&expected, &same_plan).is_empty());
     assert!(!compare(&expected, &other).is_empty());
+    let removal =
+        serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty"}]});
+    let other_node =
+        serde_json::json!({"scaleDowns": [{"node": "n2", "nodeGroup": "g", "reason": "empty"}]});
+    let longer_reason = serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty node"}]});
+    assert!(compare(&removal, &longer_reason).is_empty());
+    assert!(!compare(&removal, &other_node).is_empty());
+    assert!(!compare(&removal, &serde_json::json!({"scaleDowns": []})).is_empty());
 }

@@ -165,7 +165,12 @@ fn scenario_requests_and_buffers_validate_against_the_upstream_crds() {
         .map(|e| e.path().join("cluster.yaml"))
         .filter(|p| p.exists())
         .collect();
-    let objects = load(&clusters, KINDS);
+    // One loader per case: cases reuse names, and one loader keeps one
+    // object per name.
+    let objects: Vec<ExtraObject> = clusters
+        .iter()
+        .flat_map(|c| load(std::slice::from_ref(c), KINDS))
+        .collect();
     assert!(
         objects.len() >= 9,
         "expected the scenarios' requests and buffers, found {}",

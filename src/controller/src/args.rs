@@ -51,8 +51,18 @@ pub struct RunArgs {
     /// Feature gates on top of the version's defaults, as kube-scheduler takes
     /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
     /// them as your scheduler has them, or the plan and the scheduler disagree.
+    /// A cluster serving the scheduling.k8s.io Workload/PodGroup API is taken to
+    /// run gang scheduling (GenericWorkload, GangScheduling,
+    /// TopologyAwareWorkloadScheduling on) unless this flag turns them off.
     #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
     pub feature_gates: String,
+
+    /// The DynamicResources plugin's `filterTimeout` as your scheduler has it
+    /// (upstream default 10s; `0s` disables): one pod's device allocation on
+    /// one candidate node stops there and the node counts as "timed out trying
+    /// to allocate devices", so one pathological claim never stalls a plan.
+    #[arg(long, env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT", default_value = "10s")]
+    pub dra_filter_timeout: SignedDuration,
 
     /// How often to plan even when no pod became unschedulable. Shorter reacts
     /// faster to capacity freed elsewhere at the cost of CPU.
@@ -205,9 +215,71 @@ pub struct RunArgs {
     pub provider_timeout: SignedDuration,
 
     /// Plan, write status and publish Events, but send scale-ups to an
-    /// in-memory provider instead of a real one.
+    /// in-memory provider instead of a real one (and remove no node).
     #[arg(long, env = "DRA_AUTOSCALER_DRY_RUN")]
     pub dry_run: bool,
+
+    /// Remove nodes that stay underused and whose pods can all move elsewhere.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_ENABLED",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub scale_down_enabled: bool,
+
+    /// How long a node must be unneeded before it is removed (a NodeGroup's
+    /// `spec.scaleDown.unneededTime` overrides it).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_UNNEEDED_TIME",
+        default_value = "10m"
+    )]
+    pub scale_down_unneeded_time: SignedDuration,
+
+    /// The same for a node with no pod to move (`spec.scaleDown.emptyUnneededTime`).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_EMPTY_UNNEEDED_TIME",
+        default_value = "1m"
+    )]
+    pub scale_down_empty_unneeded_time: SignedDuration,
+
+    /// A node whose highest utilisation (CPU, memory, each DRA pool's devices
+    /// and shared counters) is below this fraction is underused
+    /// (`spec.scaleDown.utilizationThreshold` overrides it).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_UTILIZATION_THRESHOLD",
+        default_value_t = 0.5
+    )]
+    pub scale_down_utilization_threshold: f64,
+
+    /// No node is removed for this long after a scale-up.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_SCALE_DOWN_DELAY_AFTER_ADD",
+        default_value = "10m"
+    )]
+    pub scale_down_delay_after_add: SignedDuration,
+
+    /// At most this many nodes are being removed at once.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MAX_SCALE_DOWN_PARALLELISM",
+        default_value_t = 10
+    )]
+    pub max_scale_down_parallelism: usize,
+
+    /// How long evicting a node's pods (respecting PodDisruptionBudgets) and
+    /// waiting for them to terminate may take; past it the removal is given
+    /// up and the node untainted.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MAX_GRACEFUL_TERMINATION",
+        default_value = "10m"
+    )]
+    pub max_graceful_termination: SignedDuration,
 }
 
 /// A flag value that cannot be used.
@@ -234,6 +306,7 @@ impl RunArgs {
             ("renew-deadline", self.renew_deadline),
             ("retry-period", self.retry_period),
             ("provider-timeout", self.provider_timeout),
+            ("max-graceful-termination", self.max_graceful_termination),
         ];
         for (flag, value) in positive {
             if !value.is_positive() {
@@ -242,6 +315,33 @@ impl RunArgs {
                     message: format!("must be positive, got {value:#}"),
                 });
             }
+        }
+        for (flag, value) in [
+            ("scale-down-unneeded-time", self.scale_down_unneeded_time),
+            (
+                "scale-down-empty-unneeded-time",
+                self.scale_down_empty_unneeded_time,
+            ),
+            (
+                "scale-down-delay-after-add",
+                self.scale_down_delay_after_add,
+            ),
+        ] {
+            if value.is_negative() {
+                return Err(InvalidArg {
+                    flag,
+                    message: "must not be negative".into(),
+                });
+            }
+        }
+        if !(0.0..=1.0).contains(&self.scale_down_utilization_threshold) {
+            return Err(InvalidArg {
+                flag: "scale-down-utilization-threshold",
+                message: format!(
+                    "must be a fraction between 0 and 1, got {}",
+                    self.scale_down_utilization_threshold
+                ),
+            });
         }
         if self.new_pod_scale_up_delay.is_negative() {
             return Err(InvalidArg {
@@ -354,5 +454,26 @@ mod tests {
         assert_eq!(args.validate().unwrap_err().flag, "expander");
         let args = parse(&[]).unwrap();
         assert_eq!(args.validate().unwrap_err().flag, "provider");
+        let args = parse(&["--dry-run", "--scale-down-utilization-threshold", "1.5"]).unwrap();
+        assert_eq!(
+            args.validate().unwrap_err().flag,
+            "scale-down-utilization-threshold"
+        );
+    }
+
+    #[test]
+    fn scale_down_defaults_follow_cluster_autoscaler() {
+        let args = parse(&["--dry-run"]).unwrap();
+        assert!(args.scale_down_enabled);
+        assert_eq!(args.scale_down_unneeded_time, SignedDuration::from_mins(10));
+        assert_eq!(
+            args.scale_down_delay_after_add,
+            SignedDuration::from_mins(10)
+        );
+        assert_eq!(args.scale_down_utilization_threshold, 0.5);
+        assert_eq!(args.max_scale_down_parallelism, 10);
+        assert_eq!(args.max_graceful_termination, SignedDuration::from_mins(10));
+        let off = parse(&["--dry-run", "--scale-down-enabled", "false"]).unwrap();
+        assert!(!off.scale_down_enabled);
     }
 }

@@ -22,26 +22,29 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use dra_api::{LastScaleUp, NodeGroup, NodeGroupStatus, ScaleUpOutcome};
+use dra_api::{NodeGroup, NodeGroupStatus, ScaleUpOutcome};
 use dra_plan::report::{GangOutcome, PlanReport, ScaleUp};
 use dra_plan::{PlanOptions, plan};
 use dra_sim::FeatureGates;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Resource;
 use tokio::sync::watch;
 
 use crate::backoff::{self, BackoffPolicy};
-use crate::events::{
-    BACK_OFF, EventSink, FAILED_TO_SCALE_UP_GROUP, Notice, SCALE_UP_TIMED_OUT, SCALED_UP_GROUP,
-};
+use crate::conditions;
+use crate::events::{BACK_OFF, EventSink, Notice, SCALE_UP_TIMED_OUT, SCALED_UP_GROUP};
 use crate::executor::{ErrorCategory, GroupRef, IncreaseRequest, ScaleExecutor};
-use crate::inflight::{self, placeholders};
+use crate::inflight;
 use crate::metrics::{GroupLabels, Metrics};
 use crate::notices::{self, GroupOutcome, Refs};
 use crate::pods::PendingPolicy;
+use crate::scaledown::{LoopState, ScaleDownSummary, ScaleDowns};
 use crate::snapshot::{self, BuildOptions, Inputs, node_group_of};
 use crate::status::StatusWriter;
+use crate::validity;
+
+mod answer;
+mod upkeep;
 
 /// Settings of the loop.
 #[derive(Debug, Clone)]
@@ -78,16 +81,27 @@ pub struct LoopSummary {
     pub backing_off: Vec<String>,
     /// Groups whose status write lost a race (retried next loop).
     pub conflicts: Vec<String>,
+    /// What scale-down did, when it is on.
+    pub scale_down: Option<ScaleDownSummary>,
+    /// A scale-up never reached its provider: the next loop should come soon
+    /// (with jitter), not a whole scan interval later.
+    pub retry_soon: bool,
 }
 
 /// The loop's collaborators.
 pub struct Autoscaler {
     status: StatusWriter,
+    /// NodeGroups untyped, to write the condition of one that does not decode.
+    node_group_api: kube::Api<kube::api::DynamicObject>,
+    validity: validity::Reported,
+    /// Groups with per-group metric series, to remove those of groups that go.
+    with_series: std::sync::Mutex<BTreeSet<String>>,
     executor: Arc<dyn ScaleExecutor>,
     events: EventSink,
     metrics: Arc<Metrics>,
     config: LoopConfig,
     leading: Option<watch::Receiver<bool>>,
+    scale_down: Option<ScaleDowns>,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -118,6 +132,29 @@ fn usize_of(n: i32) -> usize {
     usize::try_from(n.max(0)).unwrap_or(0)
 }
 
+/// The status fields derived from the sizes of every group: `reservedLeft`
+/// (a reservation's slots are shared by its groups) and `AtMinSize`.
+fn set_derived(
+    spec: &dra_api::NodeGroupSpec,
+    status: &mut NodeGroupStatus,
+    sizes: &[(dra_api::NodeGroupSpec, NodeGroupStatus)],
+    now: Timestamp,
+) {
+    status.reserved_left = inflight::reserved_left(spec, sizes.iter().map(|(a, b)| (a, b)));
+    let (at_min, reason, message) = conditions::at_min_size(
+        spec,
+        status.current_size.saturating_add(status.upcoming_size),
+    );
+    conditions::set(
+        &mut status.conditions,
+        conditions::AT_MIN_SIZE,
+        at_min,
+        reason,
+        &message,
+        now,
+    );
+}
+
 impl Autoscaler {
     /// Assembles a loop. With `leading`, provider calls and status writes are
     /// made only while it reads `true`.
@@ -130,14 +167,65 @@ impl Autoscaler {
         config: LoopConfig,
         leading: Option<watch::Receiver<bool>>,
     ) -> Self {
+        let node_group_api = kube::Api::all_with(
+            client.clone(),
+            &kube::discovery::ApiResource::erase::<NodeGroup>(&()),
+        );
         Self {
             status: StatusWriter::new(client),
+            node_group_api,
+            validity: validity::Reported::default(),
+            with_series: std::sync::Mutex::default(),
             executor,
             events,
             metrics,
             config,
             leading,
+            scale_down: None,
         }
+    }
+
+    /// Turns scale-down on: after each plan, unneeded nodes are found and removed.
+    #[must_use]
+    pub fn with_scale_down(mut self, scale_down: ScaleDowns) -> Self {
+        self.scale_down = Some(scale_down);
+        self
+    }
+
+    /// Scale-down, when on.
+    #[must_use]
+    pub fn scale_downs(&self) -> Option<&ScaleDowns> {
+        self.scale_down.as_ref()
+    }
+
+    /// Runs scale-down after the plan (`plan` is empty when nothing was pending).
+    #[allow(clippy::too_many_arguments)]
+    async fn after_plan(
+        &self,
+        inputs: &Inputs,
+        groups: &BTreeMap<String, NodeGroup>,
+        objects: Option<dra_sim::ClusterObjects>,
+        plan: &PlanReport,
+        booting: &[String],
+        now: Timestamp,
+        summary: &mut LoopSummary,
+    ) {
+        let (Some(scale_down), Some(objects)) = (&self.scale_down, objects) else {
+            return;
+        };
+        if !self.is_leader() {
+            return;
+        }
+        let state = LoopState {
+            objects,
+            groups,
+            plan,
+            booting,
+            nodes: &inputs.nodes,
+            scaled_up_now: !summary.scaled_up.is_empty(),
+            now,
+        };
+        summary.scale_down = Some(scale_down.run(state, self.config.gates, &self.status).await);
     }
 
     fn is_leader(&self) -> bool {
@@ -160,6 +248,7 @@ impl Autoscaler {
     }
 
     /// Runs one loop over `inputs` at `now`.
+    #[tracing::instrument(name = "loop", skip_all, fields(at = %now))]
     pub async fn run_once(&self, inputs: &Inputs, now: Timestamp) -> LoopSummary {
         let started = Instant::now();
         let mut summary = LoopSummary::default();
@@ -167,7 +256,11 @@ impl Autoscaler {
             return summary;
         }
 
-        let (groups, held_back) = self.reconcile_groups(inputs, now, &mut summary).await;
+        self.report_unusable(&inputs.unusable_node_groups, now)
+            .await;
+        let (mut groups, held_back) = self.reconcile_groups(inputs, now, &mut summary).await;
+        self.resend_unconfirmed(&mut groups, now, &mut summary)
+            .await;
         let planning: Vec<NodeGroup> = groups
             .values()
             .filter(|g| {
@@ -189,6 +282,7 @@ impl Autoscaler {
             },
         );
         summary.planned_for = built.planned_for.len();
+        let scale_down_objects = self.scale_down.as_ref().map(|_| built.objects.clone());
         self.metrics
             .unschedulable_pods
             .set(i64::try_from(built.planned_for.len()).unwrap_or(i64::MAX));
@@ -198,6 +292,16 @@ impl Autoscaler {
         if built.planned_for.is_empty() {
             self.metrics.unschedulable_gangs.set(0);
             self.metrics.waiting_gangs.set(0);
+            self.after_plan(
+                inputs,
+                &groups,
+                scale_down_objects,
+                &PlanReport::default(),
+                &built.booting_nodes,
+                now,
+                &mut summary,
+            )
+            .await;
             self.finish(started, now);
             return summary;
         }
@@ -227,7 +331,7 @@ impl Autoscaler {
                 tracing::warn!("lost leadership; stopping before the next scale-up");
                 break;
             }
-            let Some(group) = groups.get(&scale_up.node_group) else {
+            let Some(group) = groups.get_mut(&scale_up.node_group) else {
                 continue;
             };
             if let Some(outcome) = self
@@ -238,10 +342,24 @@ impl Autoscaler {
             }
         }
 
+        if !summary.scaled_up.is_empty() {
+            self.refresh_reserved_left(&mut groups, now).await;
+        }
+
         let refs = Refs::new(inputs.pods.iter().map(AsRef::as_ref), &inputs.gang_objects);
         for notice in notices::for_plan(&report, &outcomes, &held_back, &refs) {
             self.events.publish(&notice, now).await;
         }
+        self.after_plan(
+            inputs,
+            &groups,
+            scale_down_objects,
+            &report,
+            &built.booting_nodes,
+            now,
+            &mut summary,
+        )
+        .await;
         summary.report = Some(report);
         self.finish(started, now);
         summary
@@ -266,8 +384,10 @@ impl Autoscaler {
             .observe(plan_started.elapsed().as_secs_f64());
         match result {
             Ok(report) => {
+                // The loop checked every group before (`validity`) and
+                // reported the invalid ones once; the planner's copy is noise.
                 for error in &report.node_group_errors {
-                    tracing::warn!(node_group = %error.node_group, error = %error.error, "invalid NodeGroup left out");
+                    tracing::debug!(node_group = %error.node_group, error = %error.error, "invalid NodeGroup left out");
                 }
                 Some(report)
             }
@@ -314,6 +434,14 @@ impl Autoscaler {
                 now,
                 self.config.max_node_provision_time,
             );
+            backoff::expire(&mut rec.status, now);
+            validity::set_valid(
+                &mut rec.status.conditions,
+                true,
+                "Valid",
+                "the NodeGroup decodes and passes validation",
+                now,
+            );
             if !rec.timed_out.is_empty() {
                 self.give_up(&group, &mut rec, now, summary).await;
             }
@@ -328,8 +456,7 @@ impl Autoscaler {
         let mut out = BTreeMap::new();
         let mut held_back = Vec::new();
         for (name, (group, mut status)) in desired {
-            status.reserved_left =
-                inflight::reserved_left(&group.spec, sizes.iter().map(|(a, b)| (a, b)));
+            set_derived(&group.spec, &mut status, &sizes, now);
             self.record_group_gauges(&name, &group, &status);
             if let Some(until) = backoff::backing_off_until(&status, now) {
                 let reason = backoff::backoff_reason(&status).unwrap_or("Failed");
@@ -347,7 +474,24 @@ impl Autoscaler {
                 }
             }
         }
+        self.forget_gone_groups(&out);
         (out, held_back)
+    }
+
+    /// Removes the metric series of groups that are gone (deleted, or left
+    /// out as invalid).
+    fn forget_gone_groups(&self, groups: &BTreeMap<String, NodeGroup>) {
+        let mut with_series = self
+            .with_series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for gone in with_series
+            .iter()
+            .filter(|name| !groups.contains_key(*name))
+        {
+            self.metrics.forget_group(gone);
+        }
+        *with_series = groups.keys().cloned().collect();
     }
 
     fn record_group_gauges(&self, name: &str, group: &NodeGroup, status: &NodeGroupStatus) {
@@ -374,6 +518,7 @@ impl Autoscaler {
 
     /// Timed-out placeholders: ask the provider to delete them, mark the last
     /// scale-up failed if they were its nodes, and back the group off.
+    #[tracing::instrument(name = "give_up", skip_all, fields(node_group = %name_of(group)))]
     async fn give_up(
         &self,
         group: &NodeGroup,
@@ -435,9 +580,14 @@ impl Autoscaler {
 
     /// Executes one ScaleUp of the plan. `None` when it was not attempted
     /// (the intent could not be recorded).
+    #[tracing::instrument(
+        name = "scale_up",
+        skip_all,
+        fields(node_group = %scale_up.node_group, count = scale_up.count, request_id)
+    )]
     async fn scale_up(
         &self,
-        group: &NodeGroup,
+        group: &mut NodeGroup,
         scale_up: &ScaleUp,
         report: &PlanReport,
         now: Timestamp,
@@ -447,15 +597,22 @@ impl Autoscaler {
         let before = group.status.clone().unwrap_or_default();
         let request_id = format!("{name}-{}", now.as_millisecond());
         let count = scale_up.count;
+        tracing::Span::current().record("request_id", request_id.as_str());
+        let is_gang = report
+            .pod_groups
+            .iter()
+            .any(|g| g.api.is_gang() && scale_up.pod_groups.contains(&g.pod_group));
+        let mut request = IncreaseRequest {
+            group: group_ref(group),
+            count,
+            atomic_min: is_gang.then_some(scale_up.min_count.min(count)),
+            request_id: request_id.clone(),
+        };
 
         // 1. Record the intent, conditional on the version we planned from.
         let mut intent = before.clone();
-        intent
-            .upcoming_nodes
-            .extend(placeholders(&request_id, count, now));
-        intent.upcoming_size = to_i32(intent.upcoming_nodes.len());
-        intent.target_size = intent.current_size + intent.upcoming_size;
-        let group = match self.status.write(group, intent.clone()).await {
+        inflight::record_intent(&mut intent, &request_id, count, request.atomic_min, now);
+        *group = match self.status.write(group, intent.clone()).await {
             Ok(g) => g,
             Err(error) => {
                 tracing::warn!(%error, node_group = %name, "scale-up intent not recorded; retrying next loop");
@@ -465,16 +622,6 @@ impl Autoscaler {
         };
 
         // 2. Ask the provider.
-        let is_gang = report
-            .pod_groups
-            .iter()
-            .any(|g| g.api.is_gang() && scale_up.pod_groups.contains(&g.pod_group));
-        let mut request = IncreaseRequest {
-            group: group_ref(&group),
-            count,
-            atomic_min: is_gang.then_some(scale_up.min_count.min(count)),
-            request_id: request_id.clone(),
-        };
         let mut result = self.executor.increase(&request).await;
         if matches!(&result, Err(e) if e.category == ErrorCategory::NotImplemented && request.atomic_min.is_some())
         {
@@ -486,60 +633,28 @@ impl Autoscaler {
         }
 
         // 3. Record the outcome.
-        let mut status = intent;
         let max = usize_of(group.spec.max_size);
         let from = usize_of(
             before
                 .target_size
                 .max(before.current_size + before.upcoming_size),
         );
-        match result {
-            Ok(done) => {
-                let started = done.started.min(count);
-                let mut mine: Vec<_> = status
-                    .upcoming_nodes
-                    .iter()
-                    .filter(|e| e.name.starts_with(&request_id))
-                    .cloned()
-                    .collect();
-                status
-                    .upcoming_nodes
-                    .retain(|e| !e.name.starts_with(&request_id));
-                mine.truncate(started);
-                if done.instance_ids.len() == mine.len() {
-                    for (entry, id) in mine.iter_mut().zip(&done.instance_ids) {
-                        entry.name.clone_from(id);
-                    }
-                }
-                status.upcoming_nodes.extend(mine);
-                status.upcoming_size = to_i32(status.upcoming_nodes.len());
-                status.target_size = status.current_size + status.upcoming_size;
-                status.last_scale_up = Some(LastScaleUp {
-                    time: Time(now),
-                    count: to_i32(started),
-                    outcome: ScaleUpOutcome::Succeeded,
-                    message: format!(
-                        "started {started} node(s) for {}",
-                        scale_up.pod_group_list()
-                    ),
-                });
-                backoff::clear(&mut status, now);
-                if let Err(error) = self.status.write(&group, status).await {
-                    // The placeholders stay; they are matched as nodes register.
-                    tracing::warn!(%error, node_group = %name, "scale-up outcome not recorded");
-                }
+        let for_what = scale_up.pod_group_list();
+        match self
+            .record_answer(group, intent, &request, result, &for_what, now, summary)
+            .await
+        {
+            Ok(started) => {
                 let to = from + started;
                 self.metrics
                     .record_scale_up(&name, scale_up.capacity_type.as_str(), started);
-                summary.scaled_up.insert(name.clone(), started);
                 let note = format!(
-                    "scaled up node group {name} from {from} to {to} (max {max}), {} capacity, for {}",
+                    "scaled up node group {name} from {from} to {to} (max {max}), {} capacity, for {for_what}",
                     scale_up.capacity_type,
-                    scale_up.pod_group_list()
                 );
                 self.events
                     .publish(
-                        &Self::group_notice(&group, false, SCALED_UP_GROUP, note),
+                        &Self::group_notice(group, false, SCALED_UP_GROUP, note),
                         now,
                     )
                     .await;
@@ -550,73 +665,7 @@ impl Autoscaler {
                     capacity_type: scale_up.capacity_type,
                 })
             }
-            Err(error) => {
-                let message = error.to_string();
-                let transient = error.category == ErrorCategory::Transient;
-                if !transient {
-                    // The provider refused: nothing started, nothing upcoming.
-                    status
-                        .upcoming_nodes
-                        .retain(|e| !e.name.starts_with(&request_id));
-                    status.upcoming_size = to_i32(status.upcoming_nodes.len());
-                    status.target_size = status.current_size + status.upcoming_size;
-                }
-                status.last_scale_up = Some(LastScaleUp {
-                    time: Time(now),
-                    count: to_i32(count),
-                    outcome: error.category.outcome(),
-                    message: if transient {
-                        format!(
-                            "{message}; the request may have gone through, so its nodes count as upcoming until they register or time out"
-                        )
-                    } else {
-                        message.clone()
-                    },
-                });
-                let until = (!transient).then(|| {
-                    backoff::enter(
-                        &self.config.backoff,
-                        &mut status,
-                        now,
-                        error.category.reason(),
-                        &message,
-                    )
-                });
-                if let Err(e) = self.status.write(&group, status).await {
-                    tracing::warn!(error = %e, node_group = %name, "scale-up failure not recorded");
-                }
-                self.metrics
-                    .record_failure(&name, error.category.metric_label());
-                summary.failed.insert(name.clone(), message.clone());
-                self.events
-                    .publish(
-                        &Self::group_notice(
-                            &group,
-                            true,
-                            FAILED_TO_SCALE_UP_GROUP,
-                            format!("scale-up of {count} node(s) failed: {message}"),
-                        ),
-                        now,
-                    )
-                    .await;
-                if let Some(until) = until {
-                    self.events
-                        .publish(
-                            &Self::group_notice(
-                                &group,
-                                true,
-                                BACK_OFF,
-                                format!(
-                                    "not scaling node group {name} until {until}: {}",
-                                    error.category.reason()
-                                ),
-                            ),
-                            now,
-                        )
-                        .await;
-                }
-                Some(GroupOutcome::Failed(message))
-            }
+            Err(message) => Some(GroupOutcome::Failed(message)),
         }
     }
 }

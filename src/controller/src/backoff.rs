@@ -1,9 +1,10 @@
 //! Exponential backoff of a node group after a failed or timed-out scale-up,
 //! kept in the NodeGroup's status so that a restarted controller honours it.
 //!
-//! The window is `status.backoffUntil`; its start is the `lastTransitionTime` of
-//! the `Backoff` condition, which we move every time a new window starts (the
-//! reason and message change with it). A failure while a window is open or
+//! The window is `status.backoffStarted` to `status.backoffUntil`. The `Backoff`
+//! condition is True while a window is open (its reason and message say why) and
+//! turns False when the window ends or a scale-up succeeds; the window's bounds
+//! stay so that a failure soon after it can double it. A failure while a window is open or
 //! shortly after doubles the previous window up to the maximum; after
 //! [`BACKOFF_RESET`] without a new failure the next one starts from the initial
 //! window again, as cluster-autoscaler's node group backoff does.
@@ -59,15 +60,21 @@ pub fn next_window(
     status: &NodeGroupStatus,
     now: Timestamp,
 ) -> SignedDuration {
-    let previous = condition(status)
-        .filter(|c| c.status == "True")
+    // Statuses written before `backoffStarted` existed: the open window's
+    // condition moved when it started.
+    let started = status.backoff_started.as_ref().map(|t| t.0).or_else(|| {
+        condition(status)
+            .filter(|c| c.status == "True")
+            .map(|c| c.last_transition_time.0)
+    });
+    let previous = started
         .zip(status.backoff_until.as_ref())
-        .and_then(|(c, until)| {
+        .and_then(|(start, until)| {
             let recent = until
                 .0
                 .checked_add(BACKOFF_RESET)
                 .is_ok_and(|reset| reset > now);
-            recent.then(|| until.0.duration_since(c.last_transition_time.0))
+            recent.then(|| until.0.duration_since(start))
         })
         .filter(|d| d.is_positive());
     match previous {
@@ -91,13 +98,34 @@ pub fn enter(
     let window = next_window(policy, status, now);
     let until = now.checked_add(window).unwrap_or(Timestamp::MAX);
     status.backoff_until = Some(Time(until));
+    status.backoff_started = Some(Time(now));
     set_condition(status, "True", reason, message, now);
     until
+}
+
+/// Turns the `Backoff` condition False once the window has passed at `now`
+/// (the transition is dated when the window ended). The window's bounds stay,
+/// so a failure soon after still doubles it.
+pub fn expire(status: &mut NodeGroupStatus, now: Timestamp) {
+    let Some(until) = status.backoff_until.as_ref().map(|t| t.0) else {
+        return;
+    };
+    if until > now || condition(status).is_none_or(|c| c.status != "True") {
+        return;
+    }
+    set_condition(
+        status,
+        "False",
+        "BackoffEnded",
+        "the backoff window has ended; scale-ups are tried again",
+        until,
+    );
 }
 
 /// Closes the window after a successful scale-up.
 pub fn clear(status: &mut NodeGroupStatus, now: Timestamp) {
     status.backoff_until = None;
+    status.backoff_started = None;
     if condition(status).is_some_and(|c| c.status == "True") {
         set_condition(
             status,
@@ -170,6 +198,31 @@ mod tests {
         let until = enter(&policy(), &mut status, t0(), "QuotaExceeded", "quota");
         assert_eq!(backing_off_until(&status, t0()), Some(until));
         assert_eq!(backing_off_until(&status, until), None);
+    }
+
+    #[test]
+    fn the_condition_turns_false_when_the_window_ends_and_a_new_failure_still_doubles() {
+        let mut status = NodeGroupStatus::default();
+        let until = enter(&policy(), &mut status, t0(), "QuotaExceeded", "quota");
+        expire(&mut status, until - SignedDuration::from_secs(1));
+        assert_eq!(backoff_reason(&status), Some("QuotaExceeded"), "still open");
+        let later = until + SignedDuration::from_mins(1);
+        expire(&mut status, later);
+        let c = condition(&status).unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "BackoffEnded")
+        );
+        assert_eq!(
+            c.last_transition_time.0, until,
+            "dated when the window ended"
+        );
+        assert_eq!(backoff_reason(&status), None);
+        // A failure a minute after the 5-minute window: 10 minutes.
+        assert_eq!(next_window(&policy(), &status, later).as_mins(), 10);
+        let before = status.clone();
+        expire(&mut status, later + SignedDuration::from_mins(1));
+        assert_eq!(status, before, "expiring twice changes nothing");
     }
 
     #[test]

@@ -2,17 +2,24 @@
 //! PodGroup and the NodeGroup.
 //!
 //! Reasons are cluster-autoscaler's where it has one, so existing alerts and
-//! habits keep working. Every loop would repeat the same decision for a pod
-//! that keeps waiting, so an identical event (same object, reason and note) is
-//! published at most once per dedup window; kube-runtime's recorder then turns
-//! the repeats it does see into an event series.
+//! habits keep working. Events are aggregated here on (object, reason, note),
+//! not by kube-runtime's recorder: that one keys on (type, reason, action,
+//! object), so a new note became a count bump on an Event still showing the
+//! old text. Every loop would repeat the same decision for a pod that keeps
+//! waiting, so an identical event is written at most once per dedup window; a
+//! repeat after the window bumps the `series` (count, lastObservedTime) of the
+//! Event it repeats, as the `events.k8s.io` series semantics say; a changed
+//! note is a new Event.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 
 /// On a pod (and its PodGroup): new nodes were requested for it.
 pub const TRIGGERED_SCALE_UP: &str = "TriggeredScaleUp";
@@ -26,19 +33,48 @@ pub const FAILED_TO_SCALE_UP_GROUP: &str = "FailedToScaleUpGroup";
 pub const SCALE_UP_TIMED_OUT: &str = "ScaleUpTimedOut";
 /// On a NodeGroup: it is not scaled until its backoff ends.
 pub const BACK_OFF: &str = "BackOff";
+/// On a NodeGroup: it does not decode or validate and is left out.
+pub const INVALID_NODE_GROUP: &str = "InvalidNodeGroup";
 
 /// The API caps an event note at 1 KiB.
 const MAX_NOTE: usize = 1024;
 
-/// Remembers what was published recently. Time comes in as an argument.
+/// What to do with an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Write a new Event.
+    New,
+    /// Bump the series of the Event `name` (in `namespace`) to `count`.
+    Repeat {
+        /// The Event's name.
+        name: String,
+        /// The Event's namespace.
+        namespace: String,
+        /// The new `series.count`.
+        count: i32,
+    },
+    /// An identical event went out within the window: write nothing.
+    Suppress,
+}
+
+#[derive(Debug, Clone)]
+struct Seen {
+    written: Option<(String, String)>,
+    count: i32,
+    last: Timestamp,
+}
+
+/// Remembers the Events written recently, keyed on (object, reason, note).
+/// Time comes in as an argument.
 #[derive(Debug)]
 pub struct Deduper {
     window: SignedDuration,
-    seen: HashMap<(String, String, String), Timestamp>,
+    seen: HashMap<(String, String, String), Seen>,
 }
 
 impl Deduper {
-    /// Suppresses repeats within `window`.
+    /// Suppresses repeats within `window`; a repeat later than that (and
+    /// within two windows of the last write) extends the series.
     #[must_use]
     pub fn new(window: SignedDuration) -> Self {
         Self {
@@ -47,18 +83,62 @@ impl Deduper {
         }
     }
 
-    /// Whether an event with this key should be published at `now`; if so it
-    /// is recorded as published.
-    pub fn admit(&mut self, object: &str, reason: &str, note: &str, now: Timestamp) -> bool {
-        let window = self.window;
+    /// What to do with an event with this key at `now`; it is recorded as
+    /// written (call [`Deduper::written`] with the Event's name once it is).
+    pub fn decide(&mut self, object: &str, reason: &str, note: &str, now: Timestamp) -> Decision {
+        let keep = self.window.checked_mul(2).unwrap_or(self.window);
         self.seen
-            .retain(|_, at| at.checked_add(window).is_ok_and(|end| end > now));
+            .retain(|_, s| s.last.checked_add(keep).is_ok_and(|end| end > now));
         let key = (object.to_string(), reason.to_string(), note.to_string());
-        if self.seen.contains_key(&key) {
-            return false;
+        match self.seen.get_mut(&key) {
+            Some(seen)
+                if seen
+                    .last
+                    .checked_add(self.window)
+                    .is_ok_and(|end| end > now) =>
+            {
+                Decision::Suppress
+            }
+            Some(seen) => {
+                seen.last = now;
+                match &seen.written {
+                    Some((namespace, name)) => {
+                        seen.count += 1;
+                        Decision::Repeat {
+                            name: name.clone(),
+                            namespace: namespace.clone(),
+                            count: seen.count,
+                        }
+                    }
+                    None => Decision::New,
+                }
+            }
+            None => {
+                self.seen.insert(
+                    key,
+                    Seen {
+                        written: None,
+                        count: 1,
+                        last: now,
+                    },
+                );
+                Decision::New
+            }
         }
-        self.seen.insert(key, now);
-        true
+    }
+
+    /// Records that the Event for this key was written as `namespace/name`.
+    pub fn written(&mut self, object: &str, reason: &str, note: &str, namespace: &str, name: &str) {
+        let key = (object.to_string(), reason.to_string(), note.to_string());
+        if let Some(seen) = self.seen.get_mut(&key) {
+            seen.written = Some((namespace.to_string(), name.to_string()));
+            seen.count = 1;
+        }
+    }
+
+    /// Whether an event with this key should be written at `now`.
+    pub fn admit(&mut self, object: &str, reason: &str, note: &str, now: Timestamp) -> bool {
+        self.decide(object, reason, note, now) != Decision::Suppress
     }
 }
 
@@ -101,16 +181,29 @@ fn object_key(r: &ObjectReference) -> String {
     )
 }
 
-/// Publishes events with deduplication.
+/// Writes `events.k8s.io/v1` Events, aggregated as the module docs say.
 pub struct EventSink {
-    recorder: Recorder,
+    client: kube::Client,
+    controller: String,
+    instance: String,
     dedup: Mutex<Deduper>,
+    sequence: AtomicU64,
 }
 
 impl std::fmt::Debug for EventSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventSink").finish_non_exhaustive()
     }
+}
+
+/// The namespace of an Event about `regarding`: its own, or `default` for a
+/// cluster-scoped object (as client-go's event recorder does).
+fn event_namespace(regarding: &ObjectReference) -> String {
+    regarding
+        .namespace
+        .clone()
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or_else(|| "default".to_string())
 }
 
 impl EventSink {
@@ -122,52 +215,110 @@ impl EventSink {
         instance: &str,
         window: SignedDuration,
     ) -> Self {
-        let reporter = Reporter {
-            controller: controller.to_string(),
-            instance: Some(instance.to_string()),
-        };
         Self {
-            recorder: Recorder::new(client, reporter),
+            client,
+            controller: controller.to_string(),
+            instance: instance.to_string(),
             dedup: Mutex::new(Deduper::new(window)),
+            sequence: AtomicU64::new(0),
         }
     }
 
-    /// Publishes `notice` unless an identical one went out within the window.
-    /// Returns whether it was published. Failures are logged, not returned:
-    /// an event that cannot be written must not stop a scale-up.
-    pub async fn publish(&self, notice: &Notice, now: Timestamp) -> bool {
-        let note = truncate_note(&notice.note);
-        let admitted = self
-            .dedup
+    fn dedup(&self) -> std::sync::MutexGuard<'_, Deduper> {
+        self.dedup
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .admit(&object_key(&notice.regarding), notice.reason, &note, now);
-        if !admitted {
-            return false;
-        }
-        let event = Event {
-            type_: if notice.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: notice.reason.to_string(),
-            note: Some(note),
-            action: notice.action.to_string(),
-            secondary: None,
+    }
+
+    /// Publishes `notice` unless an identical one went out within the window.
+    /// Returns whether anything was written. Failures are logged, not
+    /// returned: an event that cannot be written must not stop a scale-up.
+    pub async fn publish(&self, notice: &Notice, now: Timestamp) -> bool {
+        let note = truncate_note(&notice.note);
+        let object = object_key(&notice.regarding);
+        let decision = self.dedup().decide(&object, notice.reason, &note, now);
+        let result = match decision {
+            Decision::Suppress => return false,
+            Decision::New => self
+                .create(notice, &note, now)
+                .await
+                .map(|(namespace, name)| {
+                    self.dedup()
+                        .written(&object, notice.reason, &note, &namespace, &name);
+                }),
+            Decision::Repeat {
+                name,
+                namespace,
+                count,
+            } => self.bump(&namespace, &name, count, now).await,
         };
-        match self.recorder.publish(&event, &notice.regarding).await {
+        match result {
             Ok(()) => true,
             Err(error) => {
                 tracing::warn!(
                     %error,
                     reason = notice.reason,
-                    object = %object_key(&notice.regarding),
+                    object = %object,
                     "unable to publish event"
                 );
                 false
             }
         }
+    }
+
+    async fn create(
+        &self,
+        notice: &Notice,
+        note: &str,
+        now: Timestamp,
+    ) -> Result<(String, String), kube::Error> {
+        let namespace = event_namespace(&notice.regarding);
+        // client-go names Events `<object>.<unix nanos in hex>`; a sequence
+        // number keeps two Events of one loop (same `now`) apart.
+        let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
+        let name = format!(
+            "{}.{:x}.{sequence:x}",
+            notice.regarding.name.as_deref().unwrap_or("object"),
+            now.as_nanosecond()
+        );
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(MicroTime(now)),
+            action: Some(notice.action.to_string()),
+            reason: Some(notice.reason.to_string()),
+            note: Some(note.to_string()),
+            type_: Some(if notice.warning { "Warning" } else { "Normal" }.to_string()),
+            regarding: Some(notice.regarding.clone()),
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Event::default()
+        };
+        Api::<Event>::namespaced(self.client.clone(), &namespace)
+            .create(&PostParams::default(), &event)
+            .await?;
+        Ok((namespace, name))
+    }
+
+    async fn bump(
+        &self,
+        namespace: &str,
+        name: &str,
+        count: i32,
+        now: Timestamp,
+    ) -> Result<(), kube::Error> {
+        let series = EventSeries {
+            count,
+            last_observed_time: MicroTime(now),
+        };
+        let patch = serde_json::json!({ "series": series });
+        Api::<Event>::namespaced(self.client.clone(), namespace)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
     }
 }
 
@@ -196,6 +347,37 @@ mod tests {
             "gpu +2",
             t0 + SignedDuration::from_mins(5)
         ));
+    }
+
+    #[test]
+    fn a_repeat_after_the_window_extends_the_series_and_a_new_note_is_a_new_event() {
+        let t0: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let min = SignedDuration::from_mins;
+        let mut d = Deduper::new(min(5));
+        assert_eq!(d.decide("ng/a", BACK_OFF, "until 12:05", t0), Decision::New);
+        d.written("ng/a", BACK_OFF, "until 12:05", "default", "a.1");
+        assert_eq!(
+            d.decide("ng/a", BACK_OFF, "until 12:05", t0 + min(1)),
+            Decision::Suppress
+        );
+        // The message changed: a new Event, never a count on the old text.
+        assert_eq!(
+            d.decide("ng/a", BACK_OFF, "until 12:15", t0 + min(2)),
+            Decision::New
+        );
+        assert_eq!(
+            d.decide("ng/a", BACK_OFF, "until 12:05", t0 + min(6)),
+            Decision::Repeat {
+                name: "a.1".into(),
+                namespace: "default".into(),
+                count: 2
+            }
+        );
+        // Long after: forgotten, a new Event again.
+        assert_eq!(
+            d.decide("ng/a", BACK_OFF, "until 12:05", t0 + min(30)),
+            Decision::New
+        );
     }
 
     #[test]

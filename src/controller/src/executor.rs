@@ -1,13 +1,16 @@
 //! The provider calls the controller makes, behind one small trait.
 //!
-//! [`ScaleExecutor`] is what the scale-up step needs from a cloud provider:
-//! grow a group (all-or-nothing with a minimum for gangs, plain otherwise) and
-//! give up on machines that never registered. The gRPC adapter implements it
+//! [`ScaleExecutor`] is what the autoscaler needs from a cloud provider:
+//! grow a group (all-or-nothing with a minimum for gangs, plain otherwise),
+//! give up on machines that never registered, and delete the machines of
+//! nodes scale-down removes. The gRPC adapter implements it
 //! over the externalgrpc + NodeGroupExtensions services; [`memory`] is an
 //! in-memory provider for tests and dry runs.
 //!
-//! Errors carry cluster-autoscaler's closed categories so the caller can tell
-//! "try another group / back off" from "the request may have gone through".
+//! Errors carry one [`ErrorCategory`] so the caller can tell the three outcomes
+//! apart: never sent (retry soon), refused (back off, try another group) and
+//! unknown (the request may have gone through: keep its placeholders and re-send
+//! it with the same request id).
 
 use futures::future::BoxFuture;
 
@@ -42,6 +45,19 @@ pub struct IncreaseRequest {
     pub request_id: String,
 }
 
+/// A registered node to delete, as externalgrpc's `ExternalGrpcNode` names it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeToDelete {
+    /// `spec.providerID` of the Node.
+    pub provider_id: String,
+    /// `metadata.name` of the Node.
+    pub name: String,
+    /// Labels of the Node.
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// Annotations of the Node.
+    pub annotations: std::collections::BTreeMap<String, String>,
+}
+
 /// What a successful increase started.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Increased {
@@ -51,59 +67,17 @@ pub struct Increased {
     pub instance_ids: Vec<String>,
 }
 
-/// How a provider call failed, in cluster-autoscaler's closed classes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCategory {
-    /// The call may not have reached the provider, or may have been applied:
-    /// timeouts, unavailability. Never assume nothing happened.
-    Transient,
-    /// The provider has no capacity for the machines.
-    OutOfCapacity,
-    /// A quota or limit refused the request.
-    Quota,
-    /// The provider does not implement the call.
-    NotImplemented,
-    /// The controller or provider is misconfigured (unknown group, bad TLS, ...).
-    Config,
-    /// Anything else; the provider refused and started nothing.
-    Other,
-}
+/// How a provider call failed: the one enum the provider client, the loop,
+/// its metrics and its status messages share.
+pub use dra_provider::ErrorCategory;
 
-impl ErrorCategory {
-    /// A bounded label for metrics.
-    #[must_use]
-    pub fn metric_label(self) -> &'static str {
-        match self {
-            Self::Transient => "transient",
-            Self::OutOfCapacity => "out_of_capacity",
-            Self::Quota => "quota",
-            Self::NotImplemented => "not_implemented",
-            Self::Config => "config",
-            Self::Other => "other",
-        }
-    }
-
-    /// The outcome recorded in `status.lastScaleUp`.
-    #[must_use]
-    pub fn outcome(self) -> ScaleUpOutcome {
-        match self {
-            Self::OutOfCapacity => ScaleUpOutcome::OutOfCapacity,
-            Self::Quota => ScaleUpOutcome::QuotaExceeded,
-            _ => ScaleUpOutcome::Failed,
-        }
-    }
-
-    /// The reason on the `Backoff` condition and in Events.
-    #[must_use]
-    pub fn reason(self) -> &'static str {
-        match self {
-            Self::Transient => "ProviderUnavailable",
-            Self::OutOfCapacity => "OutOfCapacity",
-            Self::Quota => "QuotaExceeded",
-            Self::NotImplemented => "NotImplemented",
-            Self::Config => "ProviderConfigError",
-            Self::Other => "ProviderError",
-        }
+/// The outcome recorded in `status.lastScaleUp` for a failure of `category`.
+#[must_use]
+pub fn outcome_of(category: ErrorCategory) -> ScaleUpOutcome {
+    match category {
+        ErrorCategory::OutOfCapacity => ScaleUpOutcome::OutOfCapacity,
+        ErrorCategory::Quota => ScaleUpOutcome::QuotaExceeded,
+        _ => ScaleUpOutcome::Failed,
     }
 }
 
@@ -164,4 +138,24 @@ pub trait ScaleExecutor: Send + Sync {
         group: &'a GroupRef,
         names: &'a [String],
     ) -> BoxFuture<'a, Result<(), ScaleError>>;
+
+    /// Deletes the machines behind registered nodes of the group (externalgrpc
+    /// `NodeGroupDeleteNodes`), lowering its target size by as many. A machine
+    /// that no longer exists counts as deleted. Providers without it fail with
+    /// [`ErrorCategory::NotImplemented`], and no node is removed.
+    fn delete_nodes<'a>(
+        &'a self,
+        group: &'a GroupRef,
+        nodes: &'a [NodeToDelete],
+    ) -> BoxFuture<'a, Result<(), ScaleError>> {
+        let _ = nodes;
+        Box::pin(async move {
+            Err(ScaleError::new(
+                group,
+                "delete nodes of",
+                ErrorCategory::NotImplemented,
+                "this provider cannot delete nodes",
+            ))
+        })
+    }
 }

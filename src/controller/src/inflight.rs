@@ -15,12 +15,19 @@
 //! - an entry older than the max provision time has timed out: the caller asks
 //!   the provider to delete it and backs the group off.
 //!
+//! A request's answer moves the record on ([`record_intent`], [`confirm`],
+//! [`release`], [`unconfirmed_lost`]): those functions are the only place the
+//! sizes are recomputed from the entries. An all-or-nothing request also leaves
+//! an `unconfirmedRequests` entry until its answer is recorded, so one whose
+//! answer was lost is re-sent with the same request id instead of waiting out
+//! the provision time; the entry goes once none of its placeholders is left.
+//!
 //! Nodes that registered but are not Ready yet are not upcoming here; the
 //! snapshot builder lets them stand in as their group's template instead.
 
 use std::collections::BTreeSet;
 
-use dra_api::{NodeGroupSpec, NodeGroupStatus, UpcomingNode};
+use dra_api::{NodeGroupSpec, NodeGroupStatus, UnconfirmedRequest, UpcomingNode};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// The outcome of reconciling one group.
@@ -73,9 +80,16 @@ pub fn reconcile(
 
     let mut status = status.clone();
     status.current_size = i32::try_from(registered).unwrap_or(i32::MAX);
-    status.upcoming_size = i32::try_from(waiting.len()).unwrap_or(i32::MAX);
-    status.target_size = i32::try_from(registered + waiting.len()).unwrap_or(i32::MAX);
     status.upcoming_nodes = waiting;
+    // A request none of whose machines is still awaited has been answered by
+    // the nodes themselves (or given up on): nothing to re-send.
+    let awaited = &status.upcoming_nodes;
+    status.unconfirmed_requests.retain(|r| {
+        awaited
+            .iter()
+            .any(|e| is_placeholder_of(&e.name, &r.request_id))
+    });
+    resize(&mut status);
     Reconciled {
         status,
         timed_out,
@@ -114,6 +128,95 @@ pub fn placeholders(request_id: &str, count: usize, now: Timestamp) -> Vec<Upcom
             requested_at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now),
         })
         .collect()
+}
+
+fn to_i32(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// `upcomingSize` and `targetSize` from the entries and the registered nodes.
+fn resize(status: &mut NodeGroupStatus) {
+    status.upcoming_size = to_i32(status.upcoming_nodes.len());
+    status.target_size = status
+        .current_size
+        .max(0)
+        .saturating_add(status.upcoming_size);
+}
+
+/// Whether `name` is one of the placeholders [`placeholders`] made for `request_id`.
+fn is_placeholder_of(name: &str, request_id: &str) -> bool {
+    name.strip_prefix(request_id)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Records, before the provider is called, that `count` machines are asked for
+/// under `request_id`; an all-or-nothing request (`atomic_min`) is also kept as
+/// unconfirmed until its answer is recorded.
+pub fn record_intent(
+    status: &mut NodeGroupStatus,
+    request_id: &str,
+    count: usize,
+    atomic_min: Option<usize>,
+    now: Timestamp,
+) {
+    status
+        .upcoming_nodes
+        .extend(placeholders(request_id, count, now));
+    if let Some(min) = atomic_min {
+        status.unconfirmed_requests.push(UnconfirmedRequest {
+            request_id: request_id.to_string(),
+            count: to_i32(count),
+            min_count: to_i32(min),
+        });
+    }
+    resize(status);
+}
+
+/// The provider started `started` machines for `request_id`: the surplus
+/// placeholders go, the others take the instance ids when the provider gave
+/// one per machine, and the request is confirmed.
+pub fn confirm(
+    status: &mut NodeGroupStatus,
+    request_id: &str,
+    started: usize,
+    instance_ids: &[String],
+) {
+    let (mut mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut status.upcoming_nodes)
+        .into_iter()
+        .partition(|e| is_placeholder_of(&e.name, request_id));
+    mine.truncate(started);
+    if instance_ids.len() == mine.len() {
+        for (entry, id) in mine.iter_mut().zip(instance_ids) {
+            entry.name.clone_from(id);
+        }
+    }
+    status.upcoming_nodes = others;
+    status.upcoming_nodes.extend(mine);
+    forget(status, request_id);
+}
+
+/// Nothing of `request_id` exists (the provider refused, or the request never
+/// reached it): its placeholders and its record go.
+pub fn release(status: &mut NodeGroupStatus, request_id: &str) {
+    status
+        .upcoming_nodes
+        .retain(|e| !is_placeholder_of(&e.name, request_id));
+    forget(status, request_id);
+}
+
+/// The answer to `request_id` is lost and the request cannot be sent again
+/// safely (a plain increase has no request id): its placeholders stay until
+/// the machines register or time out, and nothing is re-sent.
+pub fn unconfirmed_lost(status: &mut NodeGroupStatus, request_id: &str) {
+    forget(status, request_id);
+}
+
+fn forget(status: &mut NodeGroupStatus, request_id: &str) {
+    status
+        .unconfirmed_requests
+        .retain(|r| r.request_id != request_id);
+    resize(status);
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 //!   safe.
 //! * [`autoscaler`]: one loop; [`status`] writes NodeGroup status; [`executor`]
 //!   talks to providers; [`events`] and [`notices`] tell operators why.
+//! * [`scaledown`]: after the plan, which nodes to remove, and removing them
+//!   (taint, evictions, provider delete), crash-safely.
 //! * [`lease`], [`metrics`], [`health`]: running as a replicated Deployment.
 //! * [`args`] and [`run`]: `dra-autoscaler run`.
 //!
@@ -24,6 +26,7 @@
 pub mod args;
 pub mod autoscaler;
 pub mod backoff;
+pub mod conditions;
 pub mod events;
 pub mod executor;
 pub mod health;
@@ -34,8 +37,10 @@ pub mod notices;
 pub mod pods;
 pub mod provreq;
 pub mod run;
+pub mod scaledown;
 pub mod snapshot;
 pub mod status;
+pub mod validity;
 pub mod watch;
 
 pub use args::RunArgs;

@@ -26,6 +26,15 @@ pub struct FailureLabels {
     pub reason: String,
 }
 
+/// Labels of the scale-down counter.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScaleDownLabels {
+    /// The NodeGroup.
+    pub node_group: String,
+    /// `empty` or `underutilized`.
+    pub reason: String,
+}
+
 /// Labels of per-group gauges.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct GroupLabels {
@@ -65,6 +74,25 @@ pub struct Metrics {
     pub last_loop_timestamp: Gauge,
     /// Loops that failed before finishing.
     pub loop_errors: Counter,
+    /// Nodes removed by scale-down.
+    pub scaled_down_nodes: Family<ScaleDownLabels, Counter>,
+    /// Nodes found unneeded in the last loop, per group.
+    pub unneeded_nodes: Family<GroupLabels, Gauge>,
+    /// NodeGroups left out because they do not decode or validate.
+    pub invalid_node_groups: Gauge,
+}
+
+impl Metrics {
+    /// Removes the per-group series of a NodeGroup that is gone, so that a
+    /// deleted group does not report its last values forever.
+    pub fn forget_group(&self, node_group: &str) {
+        let labels = GroupLabels {
+            node_group: node_group.to_string(),
+        };
+        self.upcoming_nodes.remove(&labels);
+        self.reservation_used.remove(&labels);
+        self.reservation_left.remove(&labels);
+    }
 }
 
 impl Default for Metrics {
@@ -92,6 +120,14 @@ impl Metrics {
         let leader = Gauge::default();
         let last_loop_timestamp = Gauge::default();
         let loop_errors = Counter::default();
+        let scaled_down_nodes = Family::default();
+        let unneeded_nodes = Family::default();
+        let invalid_node_groups = Gauge::default();
+        registry.register(
+            "invalid_node_groups",
+            "NodeGroups left out because they do not decode or validate (see their Valid condition)",
+            invalid_node_groups.clone(),
+        );
         registry.register(
             "unschedulable_pods",
             "Pending pods the last loop planned for",
@@ -162,6 +198,16 @@ impl Metrics {
             "Loops that failed before finishing",
             loop_errors.clone(),
         );
+        registry.register(
+            "scaled_down_nodes",
+            "Nodes removed by scale-down, by reason (empty, underutilized)",
+            scaled_down_nodes.clone(),
+        );
+        registry.register(
+            "unneeded_nodes",
+            "Nodes found unneeded (underused, every pod able to move) in the last loop",
+            unneeded_nodes.clone(),
+        );
         Self {
             registry,
             unschedulable_pods,
@@ -178,6 +224,9 @@ impl Metrics {
             leader,
             last_loop_timestamp,
             loop_errors,
+            scaled_down_nodes,
+            unneeded_nodes,
+            invalid_node_groups,
         }
     }
 
@@ -228,6 +277,17 @@ mod tests {
             })
             .set(4);
         m.loop_duration.observe(0.2);
+        m.scaled_down_nodes
+            .get_or_create(&ScaleDownLabels {
+                node_group: "gpu".into(),
+                reason: "empty".into(),
+            })
+            .inc();
+        m.unneeded_nodes
+            .get_or_create(&GroupLabels {
+                node_group: "gpu".into(),
+            })
+            .set(2);
         let text = m.encode();
         for line in [
             "dra_autoscaler_scale_ups_total{node_group=\"gpu\",capacity_type=\"reserved\"} 1",
@@ -237,6 +297,8 @@ mod tests {
             "dra_autoscaler_loop_duration_seconds_count 1",
             "# TYPE dra_autoscaler_plan_duration_seconds histogram",
             "# TYPE dra_autoscaler_unschedulable_pods gauge",
+            "dra_autoscaler_scaled_down_nodes_total{node_group=\"gpu\",reason=\"empty\"} 1",
+            "dra_autoscaler_unneeded_nodes{node_group=\"gpu\"} 2",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

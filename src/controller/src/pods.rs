@@ -10,13 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use dra_plan::gang::{
-    COSCHEDULING_LABEL, COSCHEDULING_LEGACY_LABEL, KUEUE_GROUP_LABEL, VOLCANO_ANNOTATION,
-    VOLCANO_ANNOTATION_ALT,
-};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde_json::Value;
 
 /// The scheduler's reason on `PodScheduled=False` when no node fits.
 pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
@@ -61,11 +58,7 @@ impl Skip {
     }
 }
 
-/// Whether the pod has no node and has not finished.
-#[must_use]
-pub fn is_pending(pod: &Pod) -> bool {
-    dra_sim::pods::is_pending(pod)
-}
+pub use dra_sim::pods::is_pending;
 
 /// The reason of `PodScheduled=False`, if the condition says so.
 #[must_use]
@@ -86,30 +79,13 @@ pub fn is_unschedulable(pod: &Pod) -> bool {
     not_scheduled_reason(pod) == Some(REASON_UNSCHEDULABLE)
 }
 
-/// Whether the pod belongs to a gang under any API the planner reads.
+/// Whether the pod belongs to a gang under any API the planner reads,
+/// including the 1.35 `spec.workloadRef` (`workload_ref`, kept from the
+/// untyped pod since later Pod types lack the field). Upstream links count
+/// whatever the gates: the planner decides whether they make a gang.
 #[must_use]
-pub fn is_gang_member(pod: &Pod) -> bool {
-    let in_scheduling_group = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduling_group.as_ref())
-        .and_then(|g| g.pod_group_name.as_deref())
-        .is_some_and(|n| !n.is_empty());
-    let labelled = pod.metadata.labels.as_ref().is_some_and(|l| {
-        [
-            COSCHEDULING_LABEL,
-            COSCHEDULING_LEGACY_LABEL,
-            KUEUE_GROUP_LABEL,
-        ]
-        .iter()
-        .any(|k| l.contains_key(*k))
-    });
-    let annotated = pod.metadata.annotations.as_ref().is_some_and(|a| {
-        [VOLCANO_ANNOTATION, VOLCANO_ANNOTATION_ALT]
-            .iter()
-            .any(|k| a.contains_key(*k))
-    });
-    in_scheduling_group || labelled || annotated
+pub fn is_gang_member(pod: &Pod, workload_ref: Option<&Value>) -> bool {
+    dra_sim::pods::gang_link(pod, workload_ref, true).is_some()
 }
 
 /// `status.nominatedNodeName`, when set.
@@ -164,8 +140,14 @@ impl Priorities {
 }
 
 /// Decides whether a pending pod is planned for; `None` means it is.
+/// `workload_ref` is the pod's 1.35 `spec.workloadRef`, if it has one.
 #[must_use]
-pub fn classify(pod: &Pod, policy: &PendingPolicy, priorities: &Priorities) -> Option<Skip> {
+pub fn classify(
+    pod: &Pod,
+    workload_ref: Option<&Value>,
+    policy: &PendingPolicy,
+    priorities: &Priorities,
+) -> Option<Skip> {
     if pod.metadata.deletion_timestamp.is_some() {
         return Some(Skip::Terminating);
     }
@@ -187,7 +169,7 @@ pub fn classify(pod: &Pod, policy: &PendingPolicy, priorities: &Priorities) -> O
     // Gang members count even before the scheduler marks them (upstream gang
     // scheduling holds members back until the whole group exists): the planner
     // decides for the gang as a whole.
-    if is_unschedulable(pod) || is_gang_member(pod) {
+    if is_unschedulable(pod) || is_gang_member(pod, workload_ref) {
         return None;
     }
     Some(Skip::NotUnschedulable)
@@ -196,6 +178,7 @@ pub fn classify(pod: &Pod, policy: &PendingPolicy, priorities: &Priorities) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dra_sim::pods::COSCHEDULING_LABEL;
     use k8s_openapi::api::core::v1::{PodCondition, PodSpec, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
@@ -238,14 +221,14 @@ mod tests {
     #[test]
     fn unschedulable_old_enough_pod_is_planned_for() {
         let p = pod(60, Some(REASON_UNSCHEDULABLE));
-        assert_eq!(classify(&p, &policy(), &Priorities::default()), None);
+        assert_eq!(classify(&p, None, &policy(), &Priorities::default()), None);
     }
 
     #[test]
     fn pod_younger_than_the_delay_waits() {
         let p = pod(5, Some(REASON_UNSCHEDULABLE));
         assert_eq!(
-            classify(&p, &policy(), &Priorities::default()),
+            classify(&p, None, &policy(), &Priorities::default()),
             Some(Skip::TooYoung)
         );
     }
@@ -254,7 +237,7 @@ mod tests {
     fn pod_the_scheduler_has_not_tried_is_left_to_it() {
         let p = pod(60, None);
         assert_eq!(
-            classify(&p, &policy(), &Priorities::default()),
+            classify(&p, None, &policy(), &Priorities::default()),
             Some(Skip::NotUnschedulable)
         );
     }
@@ -263,7 +246,22 @@ mod tests {
     fn gang_member_counts_before_the_scheduler_marks_it() {
         let mut p = pod(60, None);
         p.metadata.labels = Some([(COSCHEDULING_LABEL.to_string(), "g".to_string())].into());
-        assert_eq!(classify(&p, &policy(), &Priorities::default()), None);
+        assert_eq!(classify(&p, None, &policy(), &Priorities::default()), None);
+    }
+
+    #[test]
+    fn a_1_35_workload_ref_makes_a_gang_member_as_the_planner_reads_it() {
+        let p = pod(60, None);
+        let reference = serde_json::json!({"name": "trainer", "podGroup": "workers"});
+        assert_eq!(
+            classify(&p, None, &policy(), &Priorities::default()),
+            Some(Skip::NotUnschedulable)
+        );
+        assert_eq!(
+            classify(&p, Some(&reference), &policy(), &Priorities::default()),
+            None,
+            "held back by gang scheduling, planned for as a gang member"
+        );
     }
 
     #[test]
@@ -273,7 +271,7 @@ mod tests {
             s.nominated_node_name = Some("n1".into());
         }
         assert_eq!(
-            classify(&p, &policy(), &Priorities::default()),
+            classify(&p, None, &policy(), &Priorities::default()),
             Some(Skip::Nominated)
         );
     }
@@ -309,10 +307,13 @@ mod tests {
         if let Some(s) = p.spec.as_mut() {
             s.priority_class_name = Some("low".into());
         }
-        assert_eq!(classify(&p, &policy(), &priorities), Some(Skip::Expendable));
+        assert_eq!(
+            classify(&p, None, &policy(), &priorities),
+            Some(Skip::Expendable)
+        );
         if let Some(s) = p.spec.as_mut() {
             s.priority = Some(0);
         }
-        assert_eq!(classify(&p, &policy(), &priorities), None);
+        assert_eq!(classify(&p, None, &policy(), &priorities), None);
     }
 }

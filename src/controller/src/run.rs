@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use dra_plan::gang_apis::GangApisFound;
 use dra_plan::{Expander, PlanOptions};
 use dra_provider::{ClientConfig, ClientTls, ProviderClient};
 use dra_sim::{FeatureGates, KubeVersion};
@@ -22,7 +23,9 @@ use crate::executor::memory::InMemoryProvider;
 use crate::health::{self, Health};
 use crate::lease::{LeaderElector, LeaseConfig};
 use crate::metrics::Metrics;
-use crate::watch as watches;
+use crate::scaledown::{ScaleDownConfig, ScaleDowns};
+use crate::watch::{self as watches, OptionalApis};
+use dra_plan::scaledown::ScaleDownDefaults;
 
 /// The name events and the lease report as.
 pub const CONTROLLER_NAME: &str = "dra-autoscaler";
@@ -35,9 +38,17 @@ pub const CONTROLLER_NAME: &str = "dra-autoscaler";
 /// that cannot bind.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     args.validate()?;
-    let client = kube::Client::try_default()
+    let config = kube::Config::infer()
         .await
+        .context("unable to read the kubeconfig or service account")?;
+    let client = kube::Client::try_from(config.clone())
         .context("unable to build a Kubernetes client from the kubeconfig or service account")?;
+    // Evictions answer 429 when a PodDisruptionBudget says no; the drain retries those on
+    // its own clock, so its client must not retry them for minutes first.
+    let mut no_retry = config;
+    no_retry.default_retry = false;
+    let evictions = kube::Client::try_from(no_retry)
+        .context("unable to build the Kubernetes client for evictions")?;
     let executor: Arc<dyn ScaleExecutor> = if args.dry_run {
         tracing::warn!("--dry-run: scale-ups go to an in-memory provider, no machine is started");
         Arc::new(InMemoryProvider::new())
@@ -50,7 +61,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         tracing::info!("shutting down");
         let _ = shutdown_tx.send(true);
     });
-    run_until(client, args, executor, shutdown_rx).await
+    run_with_clients(client, evictions, args, executor, shutdown_rx).await
 }
 
 async fn wait_for_signal() {
@@ -104,8 +115,14 @@ pub async fn connect_providers(args: &RunArgs) -> anyhow::Result<GrpcExecutor> {
     Ok(GrpcExecutor::new(clients))
 }
 
-/// The scheduler features to model: the flag's version, or the API server's.
-async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<FeatureGates> {
+/// The scheduler features to model: the flag's version (or the API server's),
+/// the gang gates a cluster serving the upstream gang API runs, then
+/// `--feature-gates`. Logs which gang APIs were found and used.
+async fn resolve_gates(
+    client: &kube::Client,
+    args: &RunArgs,
+    optional: &OptionalApis,
+) -> anyhow::Result<FeatureGates> {
     let version = match &args.kubernetes_version {
         Some(v) => v.parse::<KubeVersion>().context("--kubernetes-version")?,
         None => {
@@ -136,12 +153,42 @@ async fn resolve_gates(client: &kube::Client, args: &RunArgs) -> anyhow::Result<
             }
         }
     };
-    let mut gates = FeatureGates::for_version(version);
-    gates
-        .apply_flag(&args.feature_gates)
+    let found = GangApisFound::served(
+        optional
+            .gangs
+            .iter()
+            .map(|ar| (ar.api_version.as_str(), ar.kind.as_str())),
+    );
+    let mut resolved = found
+        .resolve_gates(FeatureGates::for_version(version), &args.feature_gates)
         .context("--feature-gates")?;
+    resolved
+        .gates
+        .set_dra_filter_timeout(args.dra_filter_timeout)
+        .context("--dra-filter-timeout")?;
     tracing::info!(kubernetes = %version, "modelling kube-scheduler");
-    Ok(gates)
+    if let Some(summary) = &resolved.summary {
+        tracing::info!(turned_on = ?resolved.turned_on, "{summary}");
+    }
+    Ok(resolved.gates)
+}
+
+/// Scale-down settings from the flags. A dry run analyses and reports but removes nothing.
+#[must_use]
+pub fn scale_down_config(args: &RunArgs) -> ScaleDownConfig {
+    ScaleDownConfig {
+        defaults: ScaleDownDefaults {
+            enabled: args.scale_down_enabled,
+            utilization_threshold: args.scale_down_utilization_threshold,
+            unneeded_time: args.scale_down_unneeded_time,
+            empty_unneeded_time: args.scale_down_empty_unneeded_time,
+        },
+        delay_after_add: args.scale_down_delay_after_add,
+        max_parallelism: args.max_scale_down_parallelism,
+        max_graceful_termination: args.max_graceful_termination,
+        eviction_retry: Duration::from_secs(5),
+        actuate: !args.dry_run,
+    }
 }
 
 fn identity(args: &RunArgs) -> String {
@@ -160,6 +207,21 @@ pub async fn run_until(
     client: kube::Client,
     args: RunArgs,
     executor: Arc<dyn ScaleExecutor>,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    run_with_clients(client.clone(), client, args, executor, shutdown).await
+}
+
+/// [`run_until`], with `evictions` (a client that does not retry 429s) for scale-down's
+/// evictions.
+///
+/// # Errors
+/// As [`run_until`].
+pub async fn run_with_clients(
+    client: kube::Client,
+    evictions: kube::Client,
+    args: RunArgs,
+    executor: Arc<dyn ScaleExecutor>,
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let identity = identity(&args);
@@ -169,7 +231,7 @@ pub async fn run_until(
         device_taint_rules = optional.device_taint_rules,
         "discovered optional APIs"
     );
-    let gates = resolve_gates(&client, &args).await?;
+    let gates = resolve_gates(&client, &args, &optional).await?;
     let metrics = Arc::new(Metrics::new());
     let scan = std_duration(args.scan_interval);
     let health =
@@ -226,7 +288,22 @@ pub async fn run_until(
     });
 
     let expander: Expander = args.expander.parse().map_err(anyhow::Error::msg)?;
-    let autoscaler = Autoscaler::new(
+    let scale_downs = args.scale_down_enabled.then(|| {
+        ScaleDowns::new(
+            client.clone(),
+            evictions.clone(),
+            executor.clone(),
+            EventSink::new(
+                client.clone(),
+                CONTROLLER_NAME,
+                &identity,
+                args.event_dedup_window,
+            ),
+            metrics.clone(),
+            scale_down_config(&args),
+        )
+    });
+    let mut autoscaler = Autoscaler::new(
         client.clone(),
         executor,
         EventSink::new(
@@ -253,21 +330,38 @@ pub async fn run_until(
         },
         Some(leading_rx.clone()),
     );
+    if let Some(scale_downs) = scale_downs {
+        autoscaler = autoscaler.with_scale_down(scale_downs);
+    }
 
+    let mut next_wait = scan;
     loop {
         tokio::select! {
             () = running.trigger.notified() => {}
-            () = tokio::time::sleep(scan) => {}
+            () = tokio::time::sleep(next_wait) => {}
             _ = shutdown.wait_for(|s| *s) => break,
         }
         let now = Timestamp::now();
-        health.beat(now);
         let leading = *leading_rx.borrow();
         metrics.leader.set(i64::from(leading));
-        if !leading || !stores.is_ready() {
+        if !leading {
+            // A standby is alive as long as its loop ticks.
+            health.beat(now);
+            continue;
+        }
+        // A leader is alive only while loops complete: one whose watches never
+        // list (or whose loop hangs) fails /healthz, is restarted and so gives
+        // the lease to a replica that can act.
+        if !stores.is_ready() {
             continue;
         }
         let summary = autoscaler.run_once(&stores.inputs(), now).await;
+        health.beat(Timestamp::now());
+        next_wait = if summary.retry_soon {
+            retry_wait(scan)
+        } else {
+            scan
+        };
         if !summary.scaled_up.is_empty()
             || !summary.failed.is_empty()
             || !summary.timed_out.is_empty()
@@ -291,4 +385,37 @@ pub async fn run_until(
     drop(running);
     let _ = health_task.await;
     Ok(())
+}
+
+/// How soon to try again after a scale-up that never reached its provider:
+/// a second or two, jittered so that controllers retrying a provider that just
+/// came back do not arrive together, and never later than the scan interval.
+fn retry_wait(scan: std::time::Duration) -> std::time::Duration {
+    let jittered = std::time::Duration::from_millis(1000 + fastrand::u64(0..2000));
+    jittered.min(scan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_retry_after_a_call_never_sent_comes_in_one_to_three_seconds_jittered() {
+        let waits: std::collections::BTreeSet<Duration> = (0..50)
+            .map(|_| retry_wait(Duration::from_secs(10)))
+            .collect();
+        assert!(
+            waits
+                .iter()
+                .all(|w| (Duration::from_secs(1)..Duration::from_secs(3)).contains(w)),
+            "{waits:?}"
+        );
+        assert!(waits.len() > 1, "jittered: {waits:?}");
+        assert_eq!(
+            retry_wait(Duration::from_millis(500)),
+            Duration::from_millis(500),
+            "never later than the scan interval"
+        );
+    }
 }

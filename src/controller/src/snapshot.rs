@@ -25,6 +25,7 @@ use dra_sim::objects::{ExtraObject, Origin};
 use dra_sim::{ClusterObjects, ObjectRef};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
@@ -69,8 +70,12 @@ pub struct Inputs {
     pub daemon_sets: Vec<Arc<DaemonSet>>,
     /// PriorityClasses, to resolve pod priorities.
     pub priority_classes: Vec<Arc<PriorityClass>>,
-    /// NodeGroups as watched.
+    /// PodDisruptionBudgets: passed to scale-down as extra objects.
+    pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
+    /// NodeGroups as watched that decode and pass validation.
     pub node_groups: Vec<Arc<NodeGroup>>,
+    /// NodeGroups as watched that the loop must leave out, and why.
+    pub unusable_node_groups: Vec<crate::validity::Unusable>,
     /// Objects of every gang API the cluster serves.
     pub gang_objects: Vec<GangObject>,
     /// `spec.workloadRef` of pods on 1.35 clusters, by (namespace, name).
@@ -110,7 +115,7 @@ fn origin(kind: &str, name: &str) -> Origin {
 }
 
 /// Serialises a typed object as an [`ExtraObject`] with its type meta.
-fn extra<K>(object: &K) -> Option<ExtraObject>
+pub(crate) fn extra<K>(object: &K) -> Option<ExtraObject>
 where
     K: Resource<DynamicType = ()> + serde::Serialize,
 {
@@ -199,7 +204,14 @@ pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions)
             objects.pods.push(Pod::clone(pod));
             continue;
         }
-        match classify(pod, &options.pending, &priorities) {
+        let workload_ref = inputs.pod_workload_refs.get(&(
+            pod.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            pod.metadata.name.clone().unwrap_or_default(),
+        ));
+        match classify(pod, workload_ref, &options.pending, &priorities) {
             None => {
                 built.planned_for.push(ObjectRef::namespaced(&pod.metadata));
                 objects.pods.push(Pod::clone(pod));
@@ -259,6 +271,12 @@ pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions)
     objects
         .extra
         .extend(inputs.daemon_sets.iter().filter_map(|d| extra(d.as_ref())));
+    objects.extra.extend(
+        inputs
+            .pod_disruption_budgets
+            .iter()
+            .filter_map(|p| extra(p.as_ref())),
+    );
     for gang in &inputs.gang_objects {
         let Ok(mut value) = serde_json::to_value(gang.object.as_ref()) else {
             continue;

@@ -78,7 +78,14 @@ impl StatusWriter {
         let name = stored.metadata.name.clone().unwrap_or_default();
         let mut cache = self.cache();
         match cache.get(&name) {
-            Some(w) if w.superseded.contains(&stored.metadata.resource_version) => w.latest.clone(),
+            // A version our writes replaced, or our last write itself (a caller passing an
+            // object this writer returned): ours is the newest.
+            Some(w)
+                if w.superseded.contains(&stored.metadata.resource_version)
+                    || w.latest.metadata.resource_version == stored.metadata.resource_version =>
+            {
+                w.latest.clone()
+            }
             Some(_) => {
                 // The cache caught up with our writes, or someone wrote after us.
                 cache.remove(&name);

@@ -48,6 +48,7 @@ pub fn node_group(name: &str, max: i32) -> NodeGroup {
                 capacity: quantities("4", "16Gi"),
                 ..Default::default()
             },
+            scale_down: None,
         },
     );
     group.metadata.resource_version = Some("1".into());

@@ -16,6 +16,7 @@ use dra_api::NodeGroup;
 use futures::TryStreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
@@ -116,7 +117,10 @@ pub struct Stores {
     device_taint_rules: Option<Store<DeviceTaintRule>>,
     daemon_sets: Store<DaemonSet>,
     priority_classes: Store<PriorityClass>,
-    node_groups: Store<NodeGroup>,
+    pod_disruption_budgets: Store<PodDisruptionBudget>,
+    /// Untyped, so that one object this binary cannot decode does not fail
+    /// the whole list (see [`crate::validity`]).
+    node_groups: Store<DynamicObject>,
     gangs: Vec<(ApiResource, Store<DynamicObject>)>,
     /// Pods as untyped objects, only on clusters serving the 1.35
     /// `scheduling.k8s.io/v1alpha1` Workload API: their `spec.workloadRef`
@@ -169,6 +173,7 @@ impl Stores {
     /// What the stores hold now.
     #[must_use]
     pub fn inputs(&self) -> Inputs {
+        let (node_groups, unusable_node_groups) = crate::validity::decode(self.node_groups.state());
         Inputs {
             nodes: self.nodes.state(),
             pods: self.pods.state(),
@@ -184,7 +189,9 @@ impl Stores {
                 .unwrap_or_default(),
             daemon_sets: self.daemon_sets.state(),
             priority_classes: self.priority_classes.state(),
-            node_groups: self.node_groups.state(),
+            pod_disruption_budgets: self.pod_disruption_budgets.state(),
+            node_groups,
+            unusable_node_groups,
             pod_workload_refs: self
                 .legacy_pods
                 .as_ref()
@@ -283,6 +290,24 @@ where
     reader
 }
 
+fn untyped(
+    client: &Client,
+    tasks: &mut Vec<JoinHandle<()>>,
+    ar: &ApiResource,
+) -> Store<DynamicObject> {
+    let writer = Writer::<DynamicObject>::new(ar.clone());
+    let reader = writer.as_reader();
+    spawn_reflector(
+        ar.kind.clone(),
+        Api::<DynamicObject>::all_with(client.clone(), ar),
+        watcher::Config::default(),
+        writer,
+        tasks,
+        |_| {},
+    );
+    reader
+}
+
 /// Starts a reflector for every kind and returns once they are running (not
 /// synced: see [`Stores::is_ready`]).
 #[must_use]
@@ -355,7 +380,8 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
             .then(|| typed(client, &mut tasks, all())),
         daemon_sets: typed(client, &mut tasks, all()),
         priority_classes: typed(client, &mut tasks, all()),
-        node_groups: typed(client, &mut tasks, all()),
+        pod_disruption_budgets: typed(client, &mut tasks, all()),
+        node_groups: untyped(client, &mut tasks, &ApiResource::erase::<NodeGroup>(&())),
         gangs,
         legacy_pods,
         ready: ready_rx,
@@ -394,6 +420,7 @@ impl Stores {
         }
         self.daemon_sets.wait_until_ready().await?;
         self.priority_classes.wait_until_ready().await?;
+        self.pod_disruption_budgets.wait_until_ready().await?;
         self.node_groups.wait_until_ready().await?;
         for (_, s) in &self.gangs {
             s.wait_until_ready().await?;

@@ -87,6 +87,7 @@ const WATCHED: &[(&str, &str)] = &[
     ("", "namespaces"),
     ("apps", "daemonsets"),
     ("scheduling.k8s.io", "priorityclasses"),
+    ("policy", "poddisruptionbudgets"),
     ("resource.k8s.io", "deviceclasses"),
     ("resource.k8s.io", "resourceslices"),
     ("resource.k8s.io", "resourceclaims"),
@@ -220,6 +221,20 @@ fn check(values: &str, text: &str) -> Rendered {
                         c.name
                     );
                     if c.name == "controller" {
+                        let timeout: k8s_openapi::jiff::SignedDuration = c
+                            .env
+                            .iter()
+                            .flatten()
+                            .find(|e| e.name == "DRA_AUTOSCALER_PROVIDER_TIMEOUT")
+                            .and_then(|e| e.value.as_deref())
+                            .unwrap_or("30s")
+                            .parse()
+                            .expect("a duration");
+                        let grace = pod.termination_grace_period_seconds.unwrap_or(30);
+                        assert!(
+                            grace > timeout.as_secs() + 5,
+                            "{values}/{name}: terminationGracePeriodSeconds {grace} must outlast the provider timeout ({timeout:#}) and a status write"
+                        );
                         for e in c.env.iter().flatten() {
                             let value = match (&e.value, &e.value_from) {
                                 (Some(v), _) => v.clone(),
@@ -266,6 +281,17 @@ fn check(values: &str, text: &str) -> Rendered {
             "update"
         ));
         assert!(allows(rules, "events.k8s.io", "events", "create"));
+        // Scale-down: taint nodes, evict pods; nothing more on either.
+        assert!(allows(rules, "", "nodes", "patch"));
+        assert!(allows(rules, "", "pods/eviction", "create"));
+        assert!(
+            !allows(rules, "", "pods", "delete"),
+            "pods go through evictions"
+        );
+        assert!(
+            !allows(rules, "", "nodes", "delete"),
+            "machines go through the provider"
+        );
         assert!(allows(rules, "events.k8s.io", "events", "patch"));
         assert!(
             !allows(rules, "", "nodes", "create"),
@@ -413,6 +439,24 @@ fn chart_lints_and_renders_every_value_set() {
                     "the provider's ServiceAccount carries the IRSA annotation"
                 );
                 assert!(text.contains("/usr/local/bin/dra-provider-aws"));
+            }
+            "gce-provider-values.yaml" => {
+                assert_eq!(
+                    rendered.kinds.get("Deployment"),
+                    Some(&2),
+                    "controller and GCE provider"
+                );
+                assert_eq!(
+                    rendered
+                        .controller_env
+                        .get("DRA_AUTOSCALER_PROVIDERS")
+                        .map(String::as_str),
+                    Some("gce=http://rel-dra-autoscaler-gce-provider.dra-system.svc:8086")
+                );
+                assert!(
+                    text.contains("iam.gke.io/gcp-service-account"),
+                    "the provider's ServiceAccount carries the Workload Identity annotation"
+                );
             }
             "dry-run-values.yaml" => {
                 assert!(rendered.args.dry_run);

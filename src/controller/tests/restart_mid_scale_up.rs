@@ -1,22 +1,27 @@
 //! A controller that stops between recording a scale-up and hearing back from
 //! the provider leaves placeholders in the NodeGroup status; the next one (a
-//! restart or a new leader) does not scale again, and gives the nodes up only
-//! after the max provision time, backing the group off.
+//! restart or a new leader) does not scale again for the same pods. An
+//! all-or-nothing request is sent again with its request id (the provider
+//! answers with what it started, so nothing starts twice); a plain one waits
+//! for its nodes and gives them up after the max provision time. A request
+//! that never reached the provider is released at once, without backoff.
 
 mod common;
 
 use std::sync::Arc;
 
 use common::{Controller, cluster, create_gang, create_node_group, events, node_group};
-use dra_api::{NodeGroup, NodeGroupStatus, UpcomingNode};
-use dra_controller::executor::ErrorCategory;
+use dra_api::{NodeGroup, NodeGroupStatus, UnconfirmedRequest, UpcomingNode};
 use dra_controller::executor::memory::{Call, InMemoryProvider};
+use dra_controller::executor::{ErrorCategory, GroupRef, IncreaseRequest, ScaleExecutor};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, PostParams};
 
+/// A plain increase carries no request id, so placeholders without an
+/// unconfirmed request are never sent again: they wait for their nodes.
 #[tokio::test]
-async fn crash_after_the_intent_is_recorded_causes_no_second_scale_up() {
+async fn crash_after_a_plain_intent_is_recorded_causes_no_second_scale_up() {
     let server = cluster().await;
     let client = server.client();
     let mut group = create_node_group(&client, "gpu", 8).await;
@@ -98,29 +103,181 @@ async fn crash_after_the_intent_is_recorded_causes_no_second_scale_up() {
     );
 }
 
+/// What a controller that died between recording an all-or-nothing request
+/// and hearing the provider's answer leaves: its placeholders and the request.
+async fn seed_unconfirmed(client: &kube::Client, group: &mut NodeGroup, request_id: &str) {
+    let requested = Timestamp::from_second(Timestamp::now().as_second()).expect("whole seconds");
+    group.status = Some(NodeGroupStatus {
+        target_size: 2,
+        upcoming_size: 2,
+        upcoming_nodes: (0..2)
+            .map(|i| UpcomingNode {
+                name: format!("{request_id}-{i}"),
+                requested_at: Time(requested),
+            })
+            .collect(),
+        unconfirmed_requests: vec![UnconfirmedRequest {
+            request_id: request_id.into(),
+            count: 2,
+            min_count: 2,
+        }],
+        ..Default::default()
+    });
+    Api::<NodeGroup>::all(client.clone())
+        .replace_status("gpu", &PostParams::default(), group)
+        .await
+        .expect("status seeded");
+}
+
+fn gang_request(request_id: &str) -> IncreaseRequest {
+    IncreaseRequest {
+        group: GroupRef {
+            name: "gpu".into(),
+            provider: "fake".into(),
+            provider_id: "gpu-pool".into(),
+        },
+        count: 2,
+        atomic_min: Some(2),
+        request_id: request_id.into(),
+    }
+}
+
 #[tokio::test]
-async fn provider_timeout_keeps_the_request_upcoming_across_a_restart() {
+async fn crash_before_the_provider_heard_of_the_request_sends_it_after_the_restart() {
+    let server = cluster().await;
+    let client = server.client();
+    let mut group = create_node_group(&client, "gpu", 8).await;
+    create_gang(&client, "train", 2, "3").await;
+    seed_unconfirmed(&client, &mut group, "gpu-1700000000000").await;
+
+    let provider = Arc::new(InMemoryProvider::new());
+    let controller = Controller::start(&client, provider.clone()).await;
+    let summary = controller.run_once().await;
+    assert_eq!(summary.scaled_up.get("gpu"), Some(&2), "{summary:?}");
+    assert_eq!(
+        provider.increases(),
+        vec![gang_request("gpu-1700000000000")],
+        "the recorded request, nothing new for the same pods"
+    );
+    let status = node_group(&client, "gpu").await.status.unwrap();
+    assert!(status.unconfirmed_requests.is_empty(), "{status:?}");
+    let names: Vec<_> = status
+        .upcoming_nodes
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(names, ["gpu-pool-0", "gpu-pool-1"]);
+    assert_eq!((status.upcoming_size, status.target_size), (2, 2));
+}
+
+#[tokio::test]
+async fn crash_after_the_provider_started_the_machines_starts_nothing_twice() {
+    let server = cluster().await;
+    let client = server.client();
+    let mut group = create_node_group(&client, "gpu", 8).await;
+    create_gang(&client, "train", 2, "3").await;
+    let provider = Arc::new(InMemoryProvider::new());
+    // The provider started the gang's machines; the controller died before
+    // recording the answer.
+    let first = provider
+        .increase(&gang_request("gpu-1700000000000"))
+        .await
+        .unwrap();
+    seed_unconfirmed(&client, &mut group, "gpu-1700000000000").await;
+
+    let controller = Controller::start(&client, provider.clone()).await;
+    let summary = controller.run_once().await;
+    assert_eq!(summary.scaled_up.get("gpu"), Some(&2), "{summary:?}");
+    let increases = provider.increases();
+    assert_eq!(increases.len(), 2, "{increases:?}");
+    assert!(
+        increases
+            .iter()
+            .all(|r| r == &gang_request("gpu-1700000000000"))
+    );
+    let status = node_group(&client, "gpu").await.status.unwrap();
+    let names: Vec<_> = status
+        .upcoming_nodes
+        .iter()
+        .map(|e| e.name.clone())
+        .collect();
+    assert_eq!(
+        names, first.instance_ids,
+        "the machines started the first time"
+    );
+    assert!(status.unconfirmed_requests.is_empty());
+
+    // A later loop has nothing more to send or start.
+    let summary = controller.run_once().await;
+    assert!(summary.scaled_up.is_empty(), "{summary:?}");
+    assert_eq!(provider.increases().len(), 2);
+}
+
+#[tokio::test]
+async fn a_lost_answer_is_sent_again_with_its_request_id_on_the_next_loop() {
     let server = cluster().await;
     let client = server.client();
     create_node_group(&client, "gpu", 8).await;
     create_gang(&client, "train", 2, "3").await;
     let provider = Arc::new(InMemoryProvider::new());
-    // The answer is lost: the request may have been applied.
-    provider.fail_next(ErrorCategory::Transient, "deadline exceeded");
+    provider.lose_next_answer();
     let controller = Controller::start(&client, provider.clone()).await;
     let summary = controller.run_once().await;
     assert!(summary.failed.contains_key("gpu"), "{summary:?}");
     let status = node_group(&client, "gpu").await.status.unwrap();
     assert_eq!(status.upcoming_size, 2, "the placeholders stay");
     assert_eq!(status.backoff_until, None, "a lost answer is not a refusal");
+    assert_eq!(status.unconfirmed_requests.len(), 1, "{status:?}");
+    let request_id = status.unconfirmed_requests[0].request_id.clone();
 
+    // After a restart, well before the provision time runs out.
     drop(controller);
     let restarted = Controller::start(&client, provider.clone()).await;
     let summary = restarted.run_once().await;
-    assert!(summary.scaled_up.is_empty(), "{summary:?}");
-    assert_eq!(
-        provider.increases().len(),
-        1,
-        "no second request for the same pods"
+    assert_eq!(summary.scaled_up.get("gpu"), Some(&2), "{summary:?}");
+    let increases = provider.increases();
+    assert_eq!(increases.len(), 2, "{increases:?}");
+    assert!(
+        increases.iter().all(|r| r.request_id == request_id),
+        "the same request id both times: {increases:?}"
     );
+    let status = node_group(&client, "gpu").await.status.unwrap();
+    let names: Vec<_> = status
+        .upcoming_nodes
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(names, ["gpu-pool-0", "gpu-pool-1"], "started once");
+    assert!(status.unconfirmed_requests.is_empty());
+}
+
+#[tokio::test]
+async fn a_request_that_never_reached_the_provider_is_released_at_once() {
+    let server = cluster().await;
+    let client = server.client();
+    create_node_group(&client, "gpu", 8).await;
+    create_gang(&client, "train", 2, "3").await;
+    let provider = Arc::new(InMemoryProvider::new());
+    provider.fail_next(ErrorCategory::NotSent, "connection refused");
+    let controller = Controller::start(&client, provider.clone()).await;
+    let now = Timestamp::now();
+    let summary = controller.run_once_at(now).await;
+    assert!(summary.failed.contains_key("gpu"), "{summary:?}");
+    assert!(summary.retry_soon, "{summary:?}");
+    let status = node_group(&client, "gpu").await.status.unwrap();
+    assert_eq!((status.upcoming_size, status.target_size), (0, 0));
+    assert!(status.upcoming_nodes.is_empty() && status.unconfirmed_requests.is_empty());
+    assert_eq!(
+        status.backoff_until, None,
+        "no backoff for a call never made"
+    );
+    assert!(events(&client, "BackOff").await.is_empty());
+
+    // The retry a couple of seconds later starts the gang.
+    let summary = controller
+        .run_once_at(now + SignedDuration::from_secs(2))
+        .await;
+    assert_eq!(summary.scaled_up.get("gpu"), Some(&2), "{summary:?}");
+    assert!(!summary.retry_soon);
+    assert_eq!(provider.increases().len(), 2);
 }

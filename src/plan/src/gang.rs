@@ -20,27 +20,26 @@
 //! API counts only when the cluster's scheduler runs the GangScheduling plugin
 //! (gates `GenericWorkload` and, before 1.37, `GangScheduling`); its topology
 //! constraint only with `TopologyAwareWorkloadScheduling`. Otherwise the
-//! scheduler places those pods one by one, and so do we.
+//! scheduler places those pods one by one, and so do we. Callers turn those
+//! gates on when the cluster shows it uses the API ([`crate::gang_apis`]).
 
 use std::collections::BTreeMap;
 
 use dra_sim::objects::ExtraObject;
+use dra_sim::pods::{
+    LinkField, gang_link, is_bound, is_scheduling_gated as is_gated, is_terminal, priority,
+};
 use dra_sim::{FeatureGates, ObjectRef};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
-/// Label of scheduler-plugins coscheduling.
-pub const COSCHEDULING_LABEL: &str = "scheduling.x-k8s.io/pod-group";
-/// The label scheduler-plugins used before its API group moved (early 2023).
-pub const COSCHEDULING_LEGACY_LABEL: &str = "pod-group.scheduling.sigs.k8s.io";
-/// Volcano's group annotation.
-pub const VOLCANO_ANNOTATION: &str = "scheduling.k8s.io/group-name";
-/// Volcano's alternative group annotation.
-pub const VOLCANO_ANNOTATION_ALT: &str = "scheduling.volcano.sh/group-name";
-/// Kueue's pod-group label.
-pub const KUEUE_GROUP_LABEL: &str = "kueue.x-k8s.io/pod-group-name";
-/// Kueue's pod-group size annotation.
-pub const KUEUE_TOTAL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-total-count";
+use crate::gang_apis::{UPSTREAM_GROUP, UPSTREAM_VERSIONS};
+
+// The links pods carry are read by `dra_sim::pods`; the names stay here too.
+pub use dra_sim::pods::{
+    COSCHEDULING_LABEL, COSCHEDULING_LEGACY_LABEL, KUEUE_GROUP_LABEL, KUEUE_TOTAL_ANNOTATION,
+    VOLCANO_ANNOTATION, VOLCANO_ANNOTATION_ALT,
+};
 
 /// The API groups (and kinds) whose objects gang detection reads; callers ask
 /// the loader (or the API server) to keep these. [`GangApi::object_kinds`]
@@ -358,6 +357,13 @@ impl Groups {
             };
             let object = ref_of(obj);
             let spec = obj.value.get("spec");
+            // A version whose shape we do not know is not read: its pods then
+            // wait on a group "not found" rather than being planned by guess.
+            if group_of(obj) == UPSTREAM_GROUP
+                && !UPSTREAM_VERSIONS.contains(&obj.api_version.rsplit('/').next().unwrap_or(""))
+            {
+                continue;
+            }
             let min_member = || Policy::Gang {
                 min: as_count(spec.and_then(|s| s.get("minMember")))
                     .unwrap_or(1)
@@ -430,80 +436,23 @@ fn link_of(
     workload_ref: Option<&Value>,
     upstream: bool,
 ) -> Option<(GroupKey, Option<usize>)> {
-    let ns = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let labels = pod.metadata.labels.as_ref();
-    let annotations = pod.metadata.annotations.as_ref();
-    let key = |api, name: &str| GroupKey {
-        api,
-        name: GangRef::object(ObjectRef::new(ns.clone(), name)),
+    let link = gang_link(pod, workload_ref, upstream)?;
+    let api = match link.field {
+        LinkField::SchedulingGroup => GangApi::PodGroup,
+        LinkField::WorkloadRef => GangApi::Workload,
+        LinkField::CoschedulingLabel => GangApi::Coscheduling,
+        LinkField::VolcanoAnnotation => GangApi::Volcano,
+        LinkField::KueueLabel => GangApi::Kueue,
     };
-    if let Some(group) = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduling_group.as_ref())
-        .and_then(|g| g.pod_group_name.as_deref())
-        .filter(|_| upstream)
-    {
-        return Some((key(GangApi::PodGroup, group), None));
-    }
-    if let Some(reference) = workload_ref.filter(|_| upstream) {
-        let get = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or_default();
-        // The replica key separates gang instances of one pod group; the
-        // policy is the pod group's, looked up without it.
-        let replica = get("podGroupReplicaKey");
-        let mut key = key(GangApi::Workload, get("name"));
-        key.name.pod_group = Some(get("podGroup").to_string());
-        key.name.replica_key = (!replica.is_empty()).then(|| replica.to_string());
-        return Some((key, None));
-    }
-    if let Some(group) = labels.and_then(|l| {
-        l.get(COSCHEDULING_LABEL)
-            .or_else(|| l.get(COSCHEDULING_LEGACY_LABEL))
-    }) {
-        return Some((key(GangApi::Coscheduling, group), None));
-    }
-    if let Some(group) = annotations.and_then(|a| {
-        a.get(VOLCANO_ANNOTATION)
-            .or_else(|| a.get(VOLCANO_ANNOTATION_ALT))
-    }) {
-        return Some((key(GangApi::Volcano, group), None));
-    }
-    if let Some(group) = labels.and_then(|l| l.get(KUEUE_GROUP_LABEL)) {
-        let total = annotations
-            .and_then(|a| a.get(KUEUE_TOTAL_ANNOTATION))
-            .and_then(|t| t.parse::<usize>().ok());
-        return Some((key(GangApi::Kueue, group), total));
-    }
-    None
-}
-
-fn is_terminal(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Succeeded" || p == "Failed")
-}
-
-fn is_gated(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.scheduling_gates.as_ref())
-        .is_some_and(|g| !g.is_empty())
-}
-
-fn is_bound(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty())
-}
-
-fn priority(pod: &Pod) -> i32 {
-    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    // The replica key separates gang instances of one pod group; the policy
+    // is the pod group's, looked up without it.
+    let name = GangRef {
+        object: ObjectRef::new(ns, link.group),
+        pod_group: link.pod_group,
+        replica_key: link.replica_key,
+    };
+    Some((GroupKey { api, name }, link.declared_size))
 }
 
 fn pod_name(pod: &Pod) -> ObjectRef {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use dra_api::{CapacityType, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec};
+use dra_api::{CapacityType, NODE_GROUP_API_VERSION, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec};
 use dra_sim::objects::ExtraObject;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -47,7 +47,37 @@ impl Group {
     }
 }
 
-/// Reads the NodeGroups among `extra`, validating each; invalid ones become
+/// Every rule a NodeGroup spec must meet to be planned for: those of
+/// [`NodeGroupSpec::validate`], and template `capacity`/`allocatable` values
+/// that are Kubernetes quantities (`cpu: "lots"` would otherwise count as 0).
+///
+/// # Errors
+/// Every problem, each naming its field, joined by `; `.
+pub fn check(spec: &NodeGroupSpec) -> Result<(), String> {
+    let mut problems: Vec<String> = match spec.validate() {
+        Ok(()) => Vec::new(),
+        Err(invalid) => invalid.errors.iter().map(ToString::to_string).collect(),
+    };
+    let template = &spec.template;
+    let lists = std::iter::once(("capacity", Some(&template.capacity))).chain(std::iter::once((
+        "allocatable",
+        template.allocatable.as_ref(),
+    )));
+    for (field, list) in lists {
+        for (resource, quantity) in list.into_iter().flatten() {
+            if let Err(e) = dra_sim::quantity::nano_value(&quantity.0) {
+                problems.push(format!("spec.template.{field}.{resource}: {e}"));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Reads the NodeGroups among `extra`, checking each ([`check`]); invalid ones become
 /// [`GroupError`]s. Groups are returned in name order.
 #[must_use]
 pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<GroupError>) {
@@ -79,6 +109,14 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
             origin: obj.origin.to_string(),
             error,
         };
+        // The CRD serves v1alpha1 only; the API server refuses other versions.
+        if obj.api_version != NODE_GROUP_API_VERSION {
+            errors.push(error(format!(
+                "apiVersion {}: the NodeGroup CRD serves only {NODE_GROUP_API_VERSION}",
+                obj.api_version
+            )));
+            continue;
+        }
         let parsed: Result<NodeGroup, _> = serde_path_to_error::deserialize(obj.value.clone());
         let group = match parsed {
             Ok(group) => group,
@@ -87,8 +125,8 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
                 continue;
             }
         };
-        if let Err(e) = group.spec.validate() {
-            errors.push(error(e.to_string()));
+        if let Err(e) = check(&group.spec) {
+            errors.push(error(e));
             continue;
         }
         let upcoming = group
@@ -247,4 +285,31 @@ pub fn domain_of(group: &Group, key: &str) -> Option<String> {
     dra_api::new_node_label(&group.name, &group.spec, key, "")
         .filter(|value| !value.is_empty())
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(capacity: serde_json::Value) -> NodeGroupSpec {
+        serde_json::from_value(serde_json::json!({
+            "provider": "fake", "providerID": "gpu", "minSize": 0, "maxSize": 4,
+            "capacityType": "on-demand", "pricePerHour": 1.0,
+            "template": {"capacity": capacity},
+        }))
+        .expect("a spec")
+    }
+
+    #[test]
+    fn template_quantities_must_be_kubernetes_quantities() {
+        assert_eq!(
+            check(&spec(serde_json::json!({"cpu": "4", "memory": "64Gi"}))),
+            Ok(())
+        );
+        let error = check(&spec(serde_json::json!({"cpu": "lots", "memory": "1.5Gi"})))
+            .expect_err("lots is no quantity");
+        assert!(error.starts_with("spec.template.capacity.cpu: "), "{error}");
+        assert!(error.contains("\"lots\""), "{error}");
+        assert!(!error.contains("memory"), "{error}");
+    }
 }

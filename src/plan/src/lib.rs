@@ -6,10 +6,12 @@
 
 pub mod buffers;
 pub mod gang;
+pub mod gang_apis;
 pub mod groups;
 pub mod planner;
 pub mod provreq;
 pub mod report;
+pub mod scaledown;
 pub mod templates;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -5,7 +5,7 @@
 //! are not, and upstream's allocator fails on an empty `allocationMode`, so we
 //! default exactly as the API server would before anything looks at them.
 
-use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod, PodSpec};
 use k8s_openapi::api::resource::v1::{
     DeviceClaim, DeviceClass, DeviceTaintRule, DeviceToleration, ResourceClaim,
     ResourceClaimTemplate, ResourceSlice,
@@ -74,6 +74,69 @@ pub fn pod(pod: &mut Pod) -> Result<(), FieldError> {
         {
             default_requests_from_limits(container);
         }
+        validate_containers(spec)?;
+    }
+    Ok(())
+}
+
+/// The API server's checks on the container fields the filters read:
+/// quantities are not negative, and every claim a container names is one of
+/// the pod's `spec.resourceClaims`.
+fn validate_containers(spec: &PodSpec) -> Result<(), FieldError> {
+    let pod_claims: Vec<&str> = spec
+        .resource_claims
+        .iter()
+        .flatten()
+        .map(|c| c.name.as_str())
+        .collect();
+    let none = Vec::new();
+    let lists = [
+        ("containers", &spec.containers),
+        (
+            "initContainers",
+            spec.init_containers.as_ref().unwrap_or(&none),
+        ),
+    ];
+    for (list, containers) in lists {
+        for (i, container) in containers.iter().enumerate() {
+            let Some(resources) = container.resources.as_ref() else {
+                continue;
+            };
+            let here = format!("spec.{list}[{i}].resources");
+            for (kind, amounts) in [
+                ("requests", &resources.requests),
+                ("limits", &resources.limits),
+            ] {
+                for (name, quantity) in amounts.iter().flatten() {
+                    if crate::quantity::nano_value(&quantity.0).is_ok_and(|v| v < 0) {
+                        return Err(FieldError {
+                            field: format!("{here}.{kind}[{name}]"),
+                            message: format!(
+                                "Invalid value: {:?}: must be greater than or equal to 0",
+                                quantity.0
+                            ),
+                        });
+                    }
+                }
+            }
+            for (j, claim) in resources.claims.iter().flatten().enumerate() {
+                if !pod_claims.contains(&claim.name.as_str()) {
+                    let detail = if pod_claims.is_empty() {
+                        "must be one of the names in pod.spec.resourceClaims which is empty"
+                            .to_string()
+                    } else {
+                        format!(
+                            "must be one of the names in pod.spec.resourceClaims: {}",
+                            pod_claims.join(", ")
+                        )
+                    };
+                    return Err(FieldError {
+                        field: format!("{here}.claims[{j}]"),
+                        message: format!("Not found: {:?}: {detail}", claim.name),
+                    });
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -107,7 +170,21 @@ pub fn device_class(class: &mut DeviceClass) -> Result<(), FieldError> {
 /// # Errors
 /// Missing name.
 pub fn resource_slice(slice: &mut ResourceSlice) -> Result<(), FieldError> {
-    require_name(&slice.metadata)
+    require_name(&slice.metadata)?;
+    for (i, device) in slice.spec.devices.iter().flatten().enumerate() {
+        for (name, capacity) in device.capacity.iter().flatten() {
+            if crate::quantity::nano_value(&capacity.value.0).is_ok_and(|v| v < 0) {
+                return Err(FieldError {
+                    field: format!("spec.devices[{i}].capacity[{name}].value"),
+                    message: format!(
+                        "Invalid value: {:?}: must be greater than or equal to 0",
+                        capacity.value.0
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// DeviceTaintRule: only a name is required.
@@ -164,11 +241,13 @@ pub fn device_claim(devices: &mut DeviceClaim, path: &str) -> Result<(), FieldEr
             (Some(exact), None) => {
                 default_mode_and_count(&mut exact.allocation_mode, &mut exact.count);
                 default_tolerations(exact.tolerations.as_mut());
+                validate_count(exact.count, &format!("{here}.exactly.count"))?;
             }
             (None, Some(subrequests)) if !subrequests.is_empty() => {
-                for sub in subrequests {
+                for (j, sub) in subrequests.iter_mut().enumerate() {
                     default_mode_and_count(&mut sub.allocation_mode, &mut sub.count);
                     default_tolerations(sub.tolerations.as_mut());
+                    validate_count(sub.count, &format!("{here}.firstAvailable[{j}].count"))?;
                 }
             }
             (Some(_), Some(_)) => {
@@ -186,6 +265,17 @@ pub fn device_claim(devices: &mut DeviceClaim, path: &str) -> Result<(), FieldEr
         }
     }
     Ok(())
+}
+
+/// The API server refuses a count below one (0 was already defaulted to 1).
+fn validate_count(count: Option<i64>, field: &str) -> Result<(), FieldError> {
+    match count {
+        Some(c) if c < 1 => Err(FieldError {
+            field: field.to_string(),
+            message: format!("Invalid value: {c}: must be greater than zero"),
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn default_mode_and_count(mode: &mut Option<String>, count: &mut Option<i64>) {

@@ -50,6 +50,9 @@ pub enum GateError {
     /// The gate name is not one kube-scheduler knows for DRA or gangs.
     #[error("unknown feature gate {0:?}; known gates: {known}", known = FeatureGates::NAMES.join(", "))]
     UnknownGate(String),
+    /// A negative `filterTimeout`.
+    #[error("invalid DRA filter timeout {0}: must not be negative (0s disables it)")]
+    NegativeTimeout(String),
 }
 
 impl FromStr for KubeVersion {
@@ -117,7 +120,25 @@ pub struct FeatureGates {
     pub gang_scheduling: bool,
     /// `TopologyAwareWorkloadScheduling`: `schedulingConstraints.topology` of PodGroups.
     pub topology_aware_workload_scheduling: bool,
+    /// `DRASchedulerFilterTimeout`: the DynamicResources Filter gives up on a
+    /// node after [`FeatureGates::dra_filter_timeout_ms`].
+    pub scheduler_filter_timeout: bool,
+    /// The DynamicResources plugin's `filterTimeout` argument in milliseconds
+    /// (upstream default 10 s; 0 disables the bound, as upstream's `0s`). Not a
+    /// gate, but only meaningful with [`FeatureGates::scheduler_filter_timeout`],
+    /// so it travels with the gates to every allocator.
+    pub dra_filter_timeout_ms: u64,
 }
+
+/// Upstream's `DynamicResourcesFilterTimeoutDefault`.
+pub const DRA_FILTER_TIMEOUT_DEFAULT_MS: u64 = 10_000;
+
+/// Search steps (upstream's `allocateOne` invocations) that stand for one
+/// millisecond of the Filter's time: the simulator reads no clock, so
+/// upstream's time bound becomes a work bound. One million steps per second
+/// is the order of upstream's Go allocator on one core, and within a factor
+/// of a few of ours (docs/benchmarks.md).
+pub const SEARCH_STEPS_PER_MS: u64 = 1_000;
 
 impl Default for FeatureGates {
     fn default() -> Self {
@@ -144,6 +165,7 @@ impl FeatureGates {
         "GenericWorkload",
         "GangScheduling",
         "TopologyAwareWorkloadScheduling",
+        "DRASchedulerFilterTimeout",
     ];
 
     /// The defaults of a Kubernetes minor, from upstream's versioned gate table.
@@ -173,7 +195,35 @@ impl FeatureGates {
             // alone, so this gate no longer holds it back.
             gang_scheduling: m >= 37,
             topology_aware_workload_scheduling: false,
+            // Beta and on since 1.34.
+            scheduler_filter_timeout: true,
+            dra_filter_timeout_ms: DRA_FILTER_TIMEOUT_DEFAULT_MS,
         }
+    }
+
+    /// Sets the DynamicResources plugin's `filterTimeout`
+    /// (`--dra-filter-timeout`); zero disables the bound.
+    ///
+    /// # Errors
+    /// A negative duration.
+    pub fn set_dra_filter_timeout(
+        &mut self,
+        timeout: k8s_openapi::jiff::SignedDuration,
+    ) -> Result<(), GateError> {
+        let ms = u64::try_from(timeout.as_millis())
+            .map_err(|_| GateError::NegativeTimeout(timeout.to_string()))?;
+        self.dra_filter_timeout_ms = ms;
+        Ok(())
+    }
+
+    /// The allocator's work bound per node check: `filterTimeout` as search
+    /// steps, `None` when the gate is off or the timeout is 0.
+    #[must_use]
+    pub fn search_budget(&self) -> Option<u64> {
+        (self.scheduler_filter_timeout && self.dra_filter_timeout_ms > 0).then(|| {
+            self.dra_filter_timeout_ms
+                .saturating_mul(SEARCH_STEPS_PER_MS)
+        })
     }
 
     /// The allocator's `DeviceBindingAndStatus` feature: binding conditions need
@@ -240,6 +290,7 @@ impl FeatureGates {
             "GenericWorkload" => &mut self.generic_workload,
             "GangScheduling" => &mut self.gang_scheduling,
             "TopologyAwareWorkloadScheduling" => &mut self.topology_aware_workload_scheduling,
+            "DRASchedulerFilterTimeout" => &mut self.scheduler_filter_timeout,
             _ => return None,
         })
     }

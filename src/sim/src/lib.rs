@@ -25,5 +25,13 @@ pub mod simulate;
 pub mod snapshot;
 
 pub use gates::{FeatureGates, KubeVersion};
+
+/// Stack, in bytes, that a thread running the simulator or the planner
+/// should have. CEL compilation and evaluation recurse as deep as the
+/// expression limits allow (see [`cel`]); with less stack left than they may
+/// need they move to a fresh stack segment, which is correct but slower, so
+/// the command line and the controller run their work on threads of this
+/// size.
+pub const STACK_BUDGET: usize = 16 << 20;
 pub use loader::{LoadError, Loaded, Loader};
 pub use objects::{ClusterObjects, ObjectRef};

@@ -51,6 +51,9 @@ pub struct Loaded {
     pub objects: ClusterObjects,
     /// `apiVersion kind` → number of objects skipped because nothing reads them.
     pub skipped: BTreeMap<String, usize>,
+    /// Objects given more than once (same kind, namespace and name), as
+    /// `Kind namespace/name`; only the first copy was kept.
+    pub duplicates: BTreeSet<String>,
 }
 
 impl Loaded {
@@ -71,12 +74,56 @@ impl Loaded {
             kinds.join(", ")
         ))
     }
+
+    /// A one-line note on duplicate objects, or `None` when there were none.
+    /// At most ten are named.
+    #[must_use]
+    pub fn duplicates_note(&self) -> Option<String> {
+        if self.duplicates.is_empty() {
+            return None;
+        }
+        const NAMED: usize = 10;
+        let named: Vec<&str> = self
+            .duplicates
+            .iter()
+            .take(NAMED)
+            .map(String::as_str)
+            .collect();
+        let more = self.duplicates.len().saturating_sub(NAMED);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{} object(s) appear more than once in the input (same kind, namespace and name); the first copy of each is kept: {}{more}",
+            self.duplicates.len(),
+            named.join(", ")
+        ))
+    }
 }
+
+/// The kinds the loader types, by API group.
+const TYPED_KINDS: [(&str, &str); 8] = [
+    ("", "Node"),
+    ("", "Pod"),
+    ("", "Namespace"),
+    ("resource.k8s.io", "DeviceClass"),
+    ("resource.k8s.io", "ResourceSlice"),
+    ("resource.k8s.io", "ResourceClaim"),
+    ("resource.k8s.io", "ResourceClaimTemplate"),
+    ("resource.k8s.io", "DeviceTaintRule"),
+];
+
+/// Kinds whose objects live in a namespace (`default` when unset).
+const NAMESPACED_KINDS: [&str; 3] = ["Pod", "ResourceClaim", "ResourceClaimTemplate"];
 
 /// Accumulates objects from any number of sources.
 #[derive(Debug, Default)]
 pub struct Loader {
     keep: BTreeSet<(String, String)>,
+    /// (group, kind, namespace, name) of every object read so far.
+    seen: BTreeSet<(String, String, String, String)>,
     loaded: Loaded,
 }
 
@@ -99,20 +146,7 @@ impl Loader {
     /// # Errors
     /// The first document that is not valid YAML or not a valid object.
     pub fn add_yaml(&mut self, source: &str, text: &str) -> Result<(), LoadError> {
-        // YAML 1.2 booleans only: kubectl always prints true/false, and a
-        // hand-written attribute value such as `Y` or `on` stays a string.
-        let options = serde_saphyr::options! { strict_booleans: true };
-        let documents: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options)
-            .map_err(|e| LoadError {
-                origin: Origin {
-                    source: source.to_string(),
-                    document: 0,
-                    item: None,
-                },
-                object: None,
-                field: None,
-                message: format!("not valid YAML: {e}"),
-            })?;
+        let documents = parse_yaml(source, text)?;
         for (index, document) in documents.into_iter().enumerate() {
             self.add_value(
                 Origin {
@@ -136,6 +170,10 @@ impl Loader {
             document: 0,
             item: None,
         };
+        if text.trim().is_empty() {
+            // An empty file holds no objects, as an empty YAML file does.
+            return Ok(());
+        }
         let value: Value = serde_json::from_str(text).map_err(|e| LoadError {
             origin: origin.clone(),
             object: None,
@@ -193,6 +231,35 @@ impl Loader {
         self.loaded
     }
 
+    /// Records an object's identity; when the same object was read before,
+    /// returns it as `Kind namespace/name`. Objects without a name are left
+    /// for validation to refuse.
+    fn seen_before(&mut self, group: &str, kind: &str, value: &Value) -> Option<String> {
+        let name = value.pointer("/metadata/name").and_then(Value::as_str)?;
+        let namespace = value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or(if NAMESPACED_KINDS.contains(&kind) {
+                "default"
+            } else {
+                ""
+            });
+        let fresh = self.seen.insert((
+            group.to_string(),
+            kind.to_string(),
+            namespace.to_string(),
+            name.to_string(),
+        ));
+        (!fresh).then(|| {
+            if namespace.is_empty() {
+                format!("{kind} {name}")
+            } else {
+                format!("{kind} {namespace}/{name}")
+            }
+        })
+    }
+
     fn add_object(&mut self, origin: Origin, value: Value) -> Result<(), LoadError> {
         if !value.is_object() {
             return Err(LoadError {
@@ -235,6 +302,12 @@ impl Loader {
             Some((g, v)) => (g.to_string(), v.to_string()),
             None => (String::new(), api_version.clone()),
         };
+        let read = TYPED_KINDS.contains(&(group.as_str(), kind.as_str()))
+            || self.keep.contains(&(group.clone(), kind.clone()));
+        if read && let Some(duplicate) = self.seen_before(&group, &kind, &value) {
+            self.loaded.duplicates.insert(duplicate);
+            return Ok(());
+        }
         let objects = &mut self.loaded.objects;
         match (group.as_str(), kind.as_str()) {
             ("", "Node") => objects.nodes.push(typed(
@@ -325,6 +398,121 @@ impl Loader {
             }
         }
         Ok(())
+    }
+}
+
+/// The YAML parser's resource limits for a text of `len` bytes.
+///
+/// Without aliases, a YAML node takes at least two bytes of text, so limits
+/// proportional to the text never refuse a real file (a 10,000-pod
+/// `kubectl get -o yaml` is ~50 MB and ~2 million nodes), while alias
+/// replay — the one way a small text can grow without bound — stays capped
+/// near the text's own size: an alias bomb is still refused.
+#[must_use]
+pub fn yaml_limits(len: usize) -> serde_saphyr::Budget {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_events = budget.max_events.max(len.saturating_mul(2));
+    budget.max_nodes = budget.max_nodes.max(len);
+    budget.max_documents = budget.max_documents.max(len / 8);
+    budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(len);
+    budget
+}
+
+/// Most events alias replay may add for a text of `len` bytes.
+fn alias_replay_limit(len: usize) -> usize {
+    1_000_000usize.max(len)
+}
+
+/// Parses every document of a YAML text within [`yaml_limits`].
+fn parse_yaml(source: &str, text: &str) -> Result<Vec<Value>, LoadError> {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    // Which document the parser was in when it stopped.
+    let documents_seen = Rc::new(Cell::new(0usize));
+    let seen = Rc::clone(&documents_seen);
+    let budget = yaml_limits(text.len());
+    let limits = budget.clone();
+    // YAML 1.2 booleans only: kubectl always prints true/false, and a
+    // hand-written attribute value such as `Y` or `on` stays a string.
+    let options = serde_saphyr::options! {
+        strict_booleans: true,
+        budget: Some(budget),
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: alias_replay_limit(text.len()),
+        },
+    }
+    .with_budget_report(move |report| seen.set(report.documents));
+    serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+        let document = documents_seen.get().saturating_sub(1);
+        let location = e
+            .location()
+            .filter(|l| l.line() > 0)
+            .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
+            .unwrap_or_default();
+        let message = match limit_hit(&e, &limits, text.len()) {
+            Some(limit) => format!(
+                "YAML limit hit{location}: {limit}. Limits grow with the file's size ({} bytes), so this only happens when YAML aliases (*name) expand far beyond the text or collections nest very deep; export the objects again with `kubectl get -o yaml` (which writes no aliases) or `-o json`",
+                text.len()
+            ),
+            None => format!("not valid YAML{location}: {e}"),
+        };
+        LoadError {
+            origin: Origin {
+                source: source.to_string(),
+                document,
+                item: None,
+            },
+            object: None,
+            field: None,
+            message,
+        }
+    })
+}
+
+/// Which of [`yaml_limits`] an error reports, in words; `None` for other errors.
+fn limit_hit(
+    error: &serde_saphyr::Error,
+    limits: &serde_saphyr::Budget,
+    len: usize,
+) -> Option<String> {
+    use serde_saphyr::budget::BudgetBreach;
+    let mut error = error;
+    while let serde_saphyr::Error::AliasError { error: inner, .. }
+    | serde_saphyr::Error::WithSnippet { error: inner, .. } = error
+    {
+        error = inner;
+    }
+    match error {
+        serde_saphyr::Error::Budget { breach, .. } => Some(match breach {
+            BudgetBreach::Events { .. } => format!("more than {} parser events", limits.max_events),
+            BudgetBreach::Nodes { .. } => format!("more than {} YAML nodes", limits.max_nodes),
+            BudgetBreach::Documents { .. } => {
+                format!("more than {} documents", limits.max_documents)
+            }
+            BudgetBreach::Depth { .. } => {
+                format!("collections nested more than {} deep", limits.max_depth)
+            }
+            BudgetBreach::Aliases { .. } => format!("more than {} aliases", limits.max_aliases),
+            BudgetBreach::Anchors { .. } => format!("more than {} anchors", limits.max_anchors),
+            BudgetBreach::AliasAnchorRatio { .. } => {
+                "far more aliases than anchors (an alias bomb)".to_string()
+            }
+            BudgetBreach::RecordedAnchorEvents { .. }
+            | BudgetBreach::RecordedAnchorBytes { .. } => {
+                "anchors retained for aliases grew past the limit".to_string()
+            }
+            BudgetBreach::ScalarBytes { .. } => format!(
+                "more than {} bytes of scalar text",
+                limits.max_total_scalar_bytes
+            ),
+            other => format!("{other:?}"),
+        }),
+        serde_saphyr::Error::AliasReplayLimitExceeded { .. } => Some(format!(
+            "aliases expand to more than {} events",
+            alias_replay_limit(len)
+        )),
+        _ => None,
     }
 }
 
@@ -477,6 +665,111 @@ spec:
         assert_eq!(labels["a"], "Y");
         assert_eq!(labels["b"], "on");
         assert_eq!(labels["c"], "yes");
+    }
+
+    #[test]
+    fn yaml_limits_grow_with_the_file() {
+        // 30,000 objects are ~300,000 YAML nodes: over serde-saphyr's fixed
+        // default of 250,000, which refused real `kubectl get -o yaml` files.
+        let mut text = String::from("apiVersion: v1\nkind: List\nitems:\n");
+        for i in 0..30_000 {
+            text.push_str(&format!(
+                "- apiVersion: v1\n  kind: Namespace\n  metadata: {{name: ns-{i}, labels: {{a: b}}}}\n"
+            ));
+        }
+        let mut loader = Loader::new();
+        loader.add_yaml("big.yaml", &text).unwrap();
+        assert_eq!(loader.finish().objects.namespaces.len(), 30_000);
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_naming_the_limit_and_the_document() {
+        let mut bomb = String::from(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: ok}\n---\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+        );
+        for i in 1..10 {
+            let prev = i - 1;
+            bomb.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        let err = Loader::new().add_yaml("bomb.yaml", &bomb).unwrap_err();
+        assert_eq!(err.origin.document, 1, "{err}");
+        assert!(err.message.starts_with("YAML limit hit"), "{err}");
+        assert!(err.message.contains("aliases"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_objects_are_kept_once_and_reported_once() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n";
+        let pod_default = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c, image: i}]}\n";
+        let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n";
+        let mut loader = Loader::new();
+        for source in ["a.yaml", "b.yaml", "c.yaml"] {
+            loader.add_yaml(source, pod).unwrap();
+            loader.add_yaml(source, node).unwrap();
+        }
+        loader.add_yaml("d.yaml", pod_default).unwrap();
+        let loaded = loader.finish();
+        assert_eq!(loaded.objects.pods.len(), 1);
+        assert_eq!(loaded.objects.nodes.len(), 1);
+        assert_eq!(loaded.duplicates.len(), 2);
+        let note = loaded.duplicates_note().unwrap();
+        assert!(
+            note.contains("Pod default/p") || note.contains("Pod p"),
+            "{note}"
+        );
+        assert!(note.contains("Node n"), "{note}");
+    }
+
+    #[test]
+    fn empty_yaml_and_json_files_are_alike() {
+        for text in ["", "  \n", "\n\n"] {
+            let mut loader = Loader::new();
+            loader.add_yaml("e.yaml", text).unwrap();
+            loader.add_json("e.json", text).unwrap();
+            let loaded = loader.finish();
+            assert!(loaded.objects.pods.is_empty() && loaded.skipped.is_empty());
+        }
+    }
+
+    #[test]
+    fn fields_the_api_server_would_refuse_are_errors() {
+        let cases = [
+            (
+                "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, exactly: {deviceClassName: g, count: -1}}]}}\n",
+                "spec.devices.requests[0].exactly.count",
+                "must be greater than zero",
+            ),
+            (
+                "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {devices: {requests: [{name: r, firstAvailable: [{name: a, deviceClassName: g, count: -2}]}]}}}\n",
+                "spec.spec.devices.requests[0].firstAvailable[0].count",
+                "must be greater than zero",
+            ),
+            (
+                "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, pool: {name: p, generation: 1, resourceSliceCount: 1}, nodeName: n, devices: [{name: x, capacity: {mem: {value: -1Gi}}}]}\n",
+                "spec.devices[0].capacity[mem].value",
+                "must be greater than or equal to 0",
+            ),
+            (
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {requests: {cpu: '-1'}}}]}\n",
+                "spec.containers[0].resources.requests[cpu]",
+                "must be greater than or equal to 0",
+            ),
+            (
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}], resourceClaims: [{name: other, resourceClaimName: x}]}\n",
+                "spec.containers[0].resources.claims[0]",
+                "Not found: \"gpu\": must be one of the names in pod.spec.resourceClaims: other",
+            ),
+        ];
+        for (text, field, message) in cases {
+            let err = Loader::new().add_yaml("x.yaml", text).unwrap_err();
+            assert_eq!(err.field.as_deref(), Some(field), "{err}");
+            assert!(err.message.contains(message), "{err}");
+        }
+        // Zero is the API server's "unset", defaulted to one.
+        let ok = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, exactly: {deviceClassName: g, count: 0}}]}}\n";
+        Loader::new().add_yaml("x.yaml", ok).unwrap();
     }
 
     #[test]

@@ -797,3 +797,66 @@ fn match_label_keys_narrow_the_term_to_the_pods_own_revision() {
         Some(ANTI)
     );
 }
+
+/// The pods a required affinity term counts: those matching all of the pod's
+/// terms, in the namespaces the terms name (own namespace by default, the
+/// namespace selector's otherwise). The planner asks this to see that a
+/// gang's members must share their domains.
+#[test]
+fn required_affinity_counts_only_pods_matching_all_terms() {
+    let state = FilterState::new(&[], &[], &namespaces());
+    let both = pod(
+        "subteam1.team1",
+        json!({"service": "securityscan", "security": "S1"}),
+        vec![
+            term("service", "In", &["securityscan"], "zone"),
+            term("security", "Exists", &[], "rack"),
+        ],
+        vec![],
+    );
+    let peer = pod(
+        "subteam1.team1",
+        json!({"service": "securityscan", "security": "S2"}),
+        vec![],
+        vec![],
+    );
+    let half = pod("subteam1.team1", security(), vec![], vec![]);
+    let elsewhere = pod(
+        "subteam1.team2",
+        json!({"service": "securityscan", "security": "S1"}),
+        vec![],
+        vec![],
+    );
+    assert!(state.required_affinity_counts_all(&both, [&both, &peer]));
+    assert!(
+        !state.required_affinity_counts_all(&both, [&peer, &half]),
+        "half matches one term only"
+    );
+    assert!(
+        !state.required_affinity_counts_all(&both, [&elsewhere]),
+        "terms default to the pod's own namespace"
+    );
+    let mut across = both.clone();
+    if let Some(terms) = across
+        .spec
+        .as_mut()
+        .and_then(|s| s.affinity.as_mut())
+        .and_then(|a| a.pod_affinity.as_mut())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_mut()
+        })
+    {
+        for t in terms {
+            t.namespace_selector = Some(Default::default());
+        }
+    }
+    assert!(
+        state.required_affinity_counts_all(&across, [&elsewhere]),
+        "an empty namespace selector counts every namespace"
+    );
+    assert!(
+        !state.required_affinity_counts_all(&peer, [&both]),
+        "a pod without terms counts nobody"
+    );
+}

@@ -238,6 +238,8 @@ pub fn nvidia_product(model: &str, memory_mib: u64) -> Option<GpuProduct> {
         "t4" => product("Tesla T4", "Turing", "7.5", Vec::new()),
         "t4g" => product("NVIDIA T4G", "Turing", "7.5", Vec::new()),
         "v100" => product("Tesla V100-SXM2-16GB", "Volta", "7.0", Vec::new()),
+        "p100" => product("Tesla P100-PCIE-16GB", "Pascal", "6.0", Vec::new()),
+        "p4" => product("Tesla P4", "Pascal", "6.1", Vec::new()),
         _ => return None,
     })
 }

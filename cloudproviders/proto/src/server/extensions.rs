@@ -10,6 +10,7 @@ use crate::model::AtomicIncrease;
 use crate::pb::extensions as ext;
 use crate::pb::extensions::node_group_extensions_server::NodeGroupExtensions as Service;
 use crate::provider::CloudProvider;
+use crate::server::detached;
 
 /// The extension service of one provider.
 pub struct ExtensionsService<P> {
@@ -59,15 +60,18 @@ impl<P: CloudProvider> Service for ExtensionsService<P> {
             }
             .into());
         }
-        let instance_ids = self
-            .provider
-            .atomic_increase_size(&AtomicIncrease {
-                id: request.id,
-                count: request.count,
-                min_count: request.min_count,
-                request_id: request.request_id,
-            })
-            .await?;
+        let provider = Arc::clone(&self.provider);
+        let instance_ids = detached("AtomicIncreaseSize", async move {
+            provider
+                .atomic_increase_size(&AtomicIncrease {
+                    id: request.id,
+                    count: request.count,
+                    min_count: request.min_count,
+                    request_id: request.request_id,
+                })
+                .await
+        })
+        .await?;
         Ok(Response::new(ext::AtomicIncreaseSizeResponse {
             instance_ids,
         }))

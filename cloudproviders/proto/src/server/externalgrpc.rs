@@ -12,6 +12,7 @@ use crate::model::NodeRef;
 use crate::pb::externalgrpc as ca;
 use crate::pb::externalgrpc::cloud_provider_server::CloudProvider as Service;
 use crate::provider::CloudProvider;
+use crate::server::detached;
 
 /// The externalgrpc service of one provider.
 pub struct ExternalGrpcService<P> {
@@ -172,9 +173,11 @@ impl<P: CloudProvider> Service for ExternalGrpcService<P> {
             }
             .into());
         }
-        self.provider
-            .increase_size(&request.id, request.delta)
-            .await?;
+        let provider = Arc::clone(&self.provider);
+        detached("NodeGroupIncreaseSize", async move {
+            provider.increase_size(&request.id, request.delta).await
+        })
+        .await?;
         ok(ca::NodeGroupIncreaseSizeResponse {})
     }
 
@@ -184,7 +187,11 @@ impl<P: CloudProvider> Service for ExternalGrpcService<P> {
     ) -> Result<Response<ca::NodeGroupDeleteNodesResponse>, Status> {
         let request = request.into_inner();
         let nodes: Vec<NodeRef> = request.nodes.into_iter().map(Into::into).collect();
-        self.provider.delete_nodes(&request.id, &nodes).await?;
+        let provider = Arc::clone(&self.provider);
+        detached("NodeGroupDeleteNodes", async move {
+            provider.delete_nodes(&request.id, &nodes).await
+        })
+        .await?;
         ok(ca::NodeGroupDeleteNodesResponse {})
     }
 
@@ -202,9 +209,13 @@ impl<P: CloudProvider> Service for ExternalGrpcService<P> {
             }
             .into());
         }
-        self.provider
-            .decrease_target_size(&request.id, request.delta)
-            .await?;
+        let provider = Arc::clone(&self.provider);
+        detached("NodeGroupDecreaseTargetSize", async move {
+            provider
+                .decrease_target_size(&request.id, request.delta)
+                .await
+        })
+        .await?;
         ok(ca::NodeGroupDecreaseTargetSizeResponse {})
     }
 

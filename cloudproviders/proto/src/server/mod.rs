@@ -21,6 +21,25 @@ use crate::provider::CloudProvider;
 pub use extensions::ExtensionsService;
 pub use externalgrpc::ExternalGrpcService;
 
+/// Runs a call that changes the cloud on a task of its own, so that it finishes even when the
+/// client gives up: tonic drops a handler's future when the caller's deadline passes or its
+/// connection closes, and a start cut off half way leaves machines no request id records.
+/// The client re-sends the same request id after an unknown outcome and gets the answer the
+/// finished call recorded.
+async fn detached<T, F>(call: &'static str, work: F) -> Result<T, tonic::Status>
+where
+    F: Future<Output = Result<T, crate::ProviderError>> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::spawn(work).await {
+        Ok(result) => result.map_err(Into::into),
+        Err(error) => Err(crate::ProviderError::Internal {
+            message: format!("{call} did not finish: {error}"),
+        }
+        .into()),
+    }
+}
+
 /// Server certificate, key and (for mTLS) the CA that client certificates must chain to.
 #[derive(Debug, Clone)]
 pub struct ServerTls {

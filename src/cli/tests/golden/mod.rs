@@ -12,11 +12,16 @@ use serde_json::Value;
 /// `dra-autoscaler simulate -o json [args] cluster.yaml` on one case, as
 /// the user would run it.
 pub fn simulate(dir: &Path) -> Result<Value, String> {
+    simulate_as(dir, "json").and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+}
+
+/// The report of one case as `simulate -o FORMAT` prints it.
+pub fn simulate_as(dir: &Path, format: &str) -> Result<String, String> {
     let mut argv = vec![
         "dra-autoscaler".to_string(),
         "simulate".into(),
         "-o".into(),
-        "json".into(),
+        format.into(),
     ];
     if let Ok(extra) = std::fs::read_to_string(dir.join("args")) {
         argv.extend(extra.split_whitespace().map(str::to_string));
@@ -29,12 +34,17 @@ pub fn simulate(dir: &Path) -> Result<Value, String> {
     let (output, _) = args
         .simulate()
         .map_err(|e| format!("simulate failed: {e:#}"))?;
-    output.to_json().map_err(|e| e.to_string())
+    match format {
+        "json" => output
+            .to_json()
+            .map(|v| v.to_string())
+            .map_err(|e| e.to_string()),
+        _ => Ok(output.to_text()),
+    }
 }
 
-/// Runs every case of `testdata/<suite>/` (at least `at_least` of them) and
-/// fails with every case whose output `compare` finds problems in.
-pub fn run_suite(suite: &str, at_least: usize, compare: fn(&Value, &Value) -> Vec<String>) {
+/// The case directories of `testdata/<suite>/`, in name order.
+pub fn case_dirs(suite: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata")
         .join(suite);
@@ -45,6 +55,17 @@ pub fn run_suite(suite: &str, at_least: usize, compare: fn(&Value, &Value) -> Ve
         .filter(|p| p.join("cluster.yaml").exists())
         .collect();
     dirs.sort();
+    dirs
+}
+
+/// Runs every case of `testdata/<suite>/` (at least `at_least` of them) and
+/// fails with every case whose output `compare` finds problems in.
+///
+/// An `expected.json` of the form `{"loadError": "…"}` expects loading to
+/// fail with a message containing that text (the API server would have
+/// refused an object of the file).
+pub fn run_suite(suite: &str, at_least: usize, compare: fn(&Value, &Value) -> Vec<String>) {
+    let dirs = case_dirs(suite);
     assert!(
         dirs.len() >= at_least,
         "testdata/{suite} has {} cases, the suite promises at least {at_least}",
@@ -67,6 +88,14 @@ pub fn run_suite(suite: &str, at_least: usize, compare: fn(&Value, &Value) -> Ve
                 continue;
             }
         };
+        if let Some(want) = expected.get("loadError").and_then(Value::as_str) {
+            match simulate(dir) {
+                Err(e) if e.contains(want) => {}
+                Err(e) => failures.push(format!("{case}: error {e:?} lacks {want:?}")),
+                Ok(_) => failures.push(format!("{case}: loaded, expected error {want:?}")),
+            }
+            continue;
+        }
         match simulate(dir) {
             Ok(actual) => {
                 let problems = compare(&expected, &actual);

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use dra_provider::ProviderClient;
 use dra_provider::model::AtomicIncrease;
-use dra_provider::{ClientError, ProviderClient};
 use futures::future::BoxFuture;
 
-use super::{ErrorCategory, GroupRef, IncreaseRequest, Increased, ScaleError, ScaleExecutor};
+use super::{
+    ErrorCategory, GroupRef, IncreaseRequest, Increased, NodeToDelete, ScaleError, ScaleExecutor,
+};
 
 /// See the module docs.
 #[derive(Debug, Default)]
@@ -15,23 +17,12 @@ pub struct GrpcExecutor {
     clients: BTreeMap<String, ProviderClient>,
 }
 
-fn category(error: &ClientError) -> ErrorCategory {
-    match error.category() {
-        dra_provider::ErrorCategory::Transient => ErrorCategory::Transient,
-        dra_provider::ErrorCategory::OutOfCapacity => ErrorCategory::OutOfCapacity,
-        dra_provider::ErrorCategory::Quota => ErrorCategory::Quota,
-        dra_provider::ErrorCategory::NotImplemented => ErrorCategory::NotImplemented,
-        dra_provider::ErrorCategory::Config => ErrorCategory::Config,
-        dra_provider::ErrorCategory::Rejected => ErrorCategory::Other,
-    }
-}
-
 fn count_i32(group: &GroupRef, operation: &'static str, n: usize) -> Result<i32, ScaleError> {
     i32::try_from(n).map_err(|_| {
         ScaleError::new(
             group,
             operation,
-            ErrorCategory::Other,
+            ErrorCategory::Rejected,
             format!("count {n} is too large"),
         )
     })
@@ -77,7 +68,7 @@ impl GrpcExecutor {
                         request_id: request.request_id.clone(),
                     })
                     .await
-                    .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))?;
+                    .map_err(|e| ScaleError::new(group, op, e.category(), e.to_string()))?;
                 Ok(Increased {
                     started: ids.len(),
                     instance_ids: ids,
@@ -89,7 +80,7 @@ impl GrpcExecutor {
                 client
                     .increase_size(&group.provider_id, count_i32(group, op, request.count)?)
                     .await
-                    .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))?;
+                    .map_err(|e| ScaleError::new(group, op, e.category(), e.to_string()))?;
                 Ok(Increased {
                     started: request.count,
                     instance_ids: Vec::new(),
@@ -107,7 +98,38 @@ impl GrpcExecutor {
         client
             .decrease_target_size(&group.provider_id, delta)
             .await
-            .map_err(|e| ScaleError::new(group, op, category(&e), e.to_string()))
+            .map_err(|e| ScaleError::new(group, op, e.category(), e.to_string()))
+    }
+}
+
+impl GrpcExecutor {
+    async fn do_delete_nodes(
+        &self,
+        group: &GroupRef,
+        nodes: &[NodeToDelete],
+    ) -> Result<(), ScaleError> {
+        let op = "delete nodes of";
+        let client = self.client(group, op)?;
+        let refs: Vec<dra_provider::model::NodeRef> = nodes
+            .iter()
+            .map(|n| dra_provider::model::NodeRef {
+                provider_id: n.provider_id.clone(),
+                name: n.name.clone(),
+                labels: n.labels.clone(),
+                annotations: n.annotations.clone(),
+            })
+            .collect();
+        match client.delete_nodes(&group.provider_id, &refs).await {
+            Ok(()) => Ok(()),
+            // The machine is gone already (a removal finished before a restart).
+            Err(dra_provider::ClientError::Rpc { status, .. })
+                if status.code() == tonic::Code::NotFound =>
+            {
+                tracing::info!(node_group = %group.name, message = status.message(), "machines already gone");
+                Ok(())
+            }
+            Err(e) => Err(ScaleError::new(group, op, e.category(), e.to_string())),
+        }
     }
 }
 
@@ -125,5 +147,13 @@ impl ScaleExecutor for GrpcExecutor {
         names: &'a [String],
     ) -> BoxFuture<'a, Result<(), ScaleError>> {
         Box::pin(self.do_delete(group, names))
+    }
+
+    fn delete_nodes<'a>(
+        &'a self,
+        group: &'a GroupRef,
+        nodes: &'a [NodeToDelete],
+    ) -> BoxFuture<'a, Result<(), ScaleError>> {
+        Box::pin(self.do_delete_nodes(group, nodes))
     }
 }

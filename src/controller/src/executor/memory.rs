@@ -6,7 +6,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
 
-use super::{ErrorCategory, GroupRef, IncreaseRequest, Increased, ScaleError, ScaleExecutor};
+use super::{
+    ErrorCategory, GroupRef, IncreaseRequest, Increased, NodeToDelete, ScaleError, ScaleExecutor,
+};
 
 /// A call the provider received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +22,13 @@ pub enum Call {
         /// The names passed.
         names: Vec<String>,
     },
+    /// Registered nodes deleted by scale-down.
+    DeleteNodes {
+        /// The group.
+        group: GroupRef,
+        /// The node names passed.
+        nodes: Vec<String>,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +41,8 @@ struct State {
     answered: BTreeMap<String, Increased>,
     next_id: usize,
     no_atomic: bool,
+    /// Increases still to be applied with their answer lost.
+    lose_answers: usize,
 }
 
 /// See the module docs.
@@ -65,6 +76,13 @@ impl InMemoryProvider {
             .insert(provider_id.to_string(), machines);
     }
 
+    /// The next increase is applied but its answer is lost: the caller gets an
+    /// [`ErrorCategory::Unknown`] failure, as after a deadline that passed
+    /// while the provider was starting the machines.
+    pub fn lose_next_answer(&self) {
+        self.lock().lose_answers += 1;
+    }
+
     /// Atomic increases fail with [`ErrorCategory::NotImplemented`], as a
     /// plain externalgrpc provider would.
     pub fn disable_atomic(&self) {
@@ -84,12 +102,39 @@ impl InMemoryProvider {
             .into_iter()
             .filter_map(|c| match c {
                 Call::Increase(r) => Some(r),
-                Call::DeleteUnregistered { .. } => None,
+                Call::DeleteUnregistered { .. } | Call::DeleteNodes { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Node names deleted by scale-down so far, in order.
+    #[must_use]
+    pub fn deleted_nodes(&self) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .flat_map(|c| match c {
+                Call::DeleteNodes { nodes, .. } => nodes,
+                _ => Vec::new(),
             })
             .collect()
     }
 
     fn do_increase(&self, request: &IncreaseRequest) -> Result<Increased, ScaleError> {
+        let done = self.apply_increase(request)?;
+        let mut state = self.lock();
+        if state.lose_answers > 0 {
+            state.lose_answers -= 1;
+            return Err(ScaleError::new(
+                &request.group,
+                "increase",
+                ErrorCategory::Unknown,
+                "deadline exceeded after the request was sent",
+            ));
+        }
+        Ok(done)
+    }
+
+    fn apply_increase(&self, request: &IncreaseRequest) -> Result<Increased, ScaleError> {
         let mut state = self.lock();
         state.calls.push(Call::Increase(request.clone()));
         if let Some(done) = state.answered.get(&request.request_id) {
@@ -169,6 +214,26 @@ impl ScaleExecutor for InMemoryProvider {
                 names: names.to_vec(),
             });
             Ok(())
+        })
+    }
+
+    fn delete_nodes<'a>(
+        &'a self,
+        group: &'a GroupRef,
+        nodes: &'a [NodeToDelete],
+    ) -> BoxFuture<'a, Result<(), ScaleError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            state.calls.push(Call::DeleteNodes {
+                group: group.clone(),
+                nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+            });
+            match state.failures.pop_front() {
+                Some((category, message)) => {
+                    Err(ScaleError::new(group, "delete nodes of", category, message))
+                }
+                None => Ok(()),
+            }
         })
     }
 }

@@ -102,6 +102,36 @@ fn skipped_pods_are_left_out_and_counted() {
     );
 }
 
+/// A 1.35 gang member the scheduler holds back (no `PodScheduled=False`
+/// yet) is linked only by `spec.workloadRef`, which the typed Pod cannot
+/// carry: the controller must still plan for it, as the planner counts it.
+#[test]
+fn members_linked_by_a_1_35_workload_ref_are_planned_for() {
+    let mut held_back = pending_pod("worker-0", "1", 60);
+    if let Some(s) = held_back.status.as_mut() {
+        s.conditions = None;
+    }
+    let mut alone = pending_pod("alone", "1", 60);
+    if let Some(s) = alone.status.as_mut() {
+        s.conditions = None;
+    }
+    let inputs = Inputs {
+        pods: vec![Arc::new(held_back), Arc::new(alone)],
+        pod_workload_refs: [(
+            ("default".to_string(), "worker-0".to_string()),
+            serde_json::json!({"name": "trainer", "podGroup": "workers"}),
+        )]
+        .into(),
+        ..Default::default()
+    };
+    let built = build(&inputs, &[], &options());
+    assert_eq!(
+        built.planned_for,
+        vec![ObjectRef::new("default", "worker-0")]
+    );
+    assert_eq!(built.skipped.get(&Skip::NotUnschedulable), Some(&1));
+}
+
 #[test]
 fn node_groups_and_gang_objects_travel_as_typed_extras() {
     let pod_group: DynamicObject = serde_json::from_value(serde_json::json!({

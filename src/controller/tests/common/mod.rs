@@ -94,12 +94,23 @@ pub async fn create_node_group_with_id(
                 .into(),
                 ..Default::default()
             },
+            scale_down: None,
         },
     );
     Api::<NodeGroup>::all(client.clone())
         .create(&PostParams::default(), &group)
         .await
         .expect("NodeGroup created")
+}
+
+/// A NodeGroup stored from raw JSON, as `kubectl apply --validate=false`
+/// would store it (it need not decode).
+pub async fn create_node_group_json(client: &Client, object: serde_json::Value) {
+    let object: DynamicObject = serde_json::from_value(object).expect("NodeGroup JSON");
+    Api::<DynamicObject>::all_with(client.clone(), &ApiResource::erase::<NodeGroup>(&()))
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("NodeGroup stored");
 }
 
 /// A pod asking for `cpu` CPUs, in gang `gang` when given, that the scheduler
@@ -196,6 +207,16 @@ pub struct Controller {
 impl Controller {
     /// Starts watching and waits for the first lists, like a fresh process.
     pub async fn start(client: &Client, provider: Arc<dyn ScaleExecutor>) -> Self {
+        Self::start_with(client, provider, None).await
+    }
+
+    /// [`Controller::start`], with scale-down on when `scale_down` is given (its settings,
+    /// and the client its evictions go through).
+    pub async fn start_with(
+        client: &Client,
+        provider: Arc<dyn ScaleExecutor>,
+        scale_down: Option<(dra_controller::scaledown::ScaleDownConfig, Client)>,
+    ) -> Self {
         let optional = watch::discover(client).await.expect("discovery");
         let watches = watch::start(client, &optional);
         tokio::time::timeout(Duration::from_secs(10), watches.stores.wait_ready())
@@ -204,7 +225,7 @@ impl Controller {
         let metrics = Arc::new(Metrics::new());
         let autoscaler = Autoscaler::new(
             client.clone(),
-            provider,
+            provider.clone(),
             EventSink::new(
                 client.clone(),
                 "dra-autoscaler",
@@ -215,6 +236,24 @@ impl Controller {
             loop_config(),
             None,
         );
+        let autoscaler = match scale_down {
+            Some((config, evictions)) => {
+                autoscaler.with_scale_down(dra_controller::scaledown::ScaleDowns::new(
+                    client.clone(),
+                    evictions,
+                    provider,
+                    EventSink::new(
+                        client.clone(),
+                        "dra-autoscaler",
+                        "test",
+                        SignedDuration::from_mins(10),
+                    ),
+                    metrics.clone(),
+                    config,
+                ))
+            }
+            None => autoscaler,
+        };
         Self {
             watches,
             autoscaler,
@@ -242,6 +281,13 @@ impl Controller {
     ) {
         eventually(what, || async { check(&self.watches.stores.inputs()) }).await;
     }
+}
+
+/// A client of `server` without kube's built-in retry of 429 answers (what evictions need).
+pub fn no_retry_client(server: &FakeApiServer) -> Client {
+    let mut config = kube::Config::new(server.url().parse().expect("server URL"));
+    config.default_retry = false;
+    Client::try_from(config).expect("client")
 }
 
 /// Polls `check` every 20 ms for up to 10 s.

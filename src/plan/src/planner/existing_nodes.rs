@@ -5,35 +5,22 @@ use std::collections::BTreeMap;
 
 use dra_sim::snapshot::{PodClaims, Verdict};
 
+use super::domains::Domain;
 use super::{Attempt, Planner};
 use crate::gang::Gang;
 
 impl Planner<'_> {
-    /// Whether the node has `key=domain` (any node when unrestricted).
-    fn node_in_domain(&self, node_index: usize, key: Option<&str>, domain: Option<&str>) -> bool {
-        match (key, domain) {
-            (Some(key), Some(domain)) => self.snapshot.nodes()[node_index]
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(key))
-                .is_some_and(|v| v == domain),
-            _ => true,
-        }
-    }
-
-    /// Places members on the nodes the snapshot has (first fit in node
-    /// order, within the domain); returns those still waiting.
+    /// Places members on the first `existing` nodes of the snapshot (first
+    /// fit in node order, within `domain`; nodes after them are phantoms or
+    /// new); returns those still waiting.
     pub(super) fn place_on_existing(
         &mut self,
         gang: &Gang,
         claims: &BTreeMap<usize, PodClaims>,
-        domain: Option<&str>,
+        (domain, existing): (&Domain, usize),
         attempt: &mut Attempt,
     ) -> Vec<usize> {
-        let key = gang.topology_key.as_deref();
         let mut unplaced: Vec<usize> = Vec::new();
-        let existing = self.snapshot.nodes().len();
         for &pod_index in &gang.pending {
             let Some(pod_claims) = claims.get(&pod_index) else {
                 continue;
@@ -41,14 +28,14 @@ impl Planner<'_> {
             let mut placed = false;
             // Domain-restricted scans skip nodes for reasons other than fit,
             // so only unrestricted ones move the cursor.
-            let signature = if domain.is_none() {
+            let signature = if domain.is_anywhere() {
                 self.snapshot.signature(pod_index)
             } else {
                 None
             };
             let start = self.snapshot.scan_start(signature);
             for node_index in start..existing {
-                if !self.node_in_domain(node_index, key, domain) {
+                if !self.node_in_domain(node_index, domain) {
                     continue;
                 }
                 match self.snapshot.check(pod_index, node_index, pod_claims) {
@@ -65,7 +52,15 @@ impl Planner<'_> {
                         placed = true;
                         break;
                     }
-                    Verdict::Refused(_) => {}
+                    Verdict::Refused(reason) => {
+                        if !domain.is_anywhere() && attempt.existing_refusal.is_none() {
+                            let node = &self.snapshot.nodes()[node_index].metadata;
+                            attempt.existing_refusal = Some(format!(
+                                "node {}: {reason}",
+                                node.name.as_deref().unwrap_or_default()
+                            ));
+                        }
+                    }
                     Verdict::Fatal(e) => {
                         attempt.errors.insert(pod_index, e);
                         break;

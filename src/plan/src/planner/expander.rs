@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use dra_sim::filters::Allocatable;
 
-use super::Planner;
+use super::{Attempt, Planner};
 use crate::groups::Group;
 
 /// How to choose between groups that can all take a gang.
@@ -74,6 +74,32 @@ impl Planner<'_> {
         let order = match self.options.expander {
             Expander::LeastCost => least_cost,
             Expander::Priority => gb.spec.priority.cmp(&ga.spec.priority).then(least_cost),
+            Expander::LeastWaste => a.waste.total_cmp(&b.waste).then(least_cost),
+        };
+        order.is_lt()
+    }
+
+    /// Is landing attempt `a` (in one domain) better than `b` (in another)?
+    /// Least-cost: cheaper, then fewer new nodes. Priority: the lowest
+    /// priority among the groups it buys from is higher, then as least-cost.
+    /// Least-waste: less CPU and memory left unused on its new nodes, then
+    /// as least-cost.
+    pub(super) fn better_attempt(&self, a: &Attempt, b: &Attempt) -> bool {
+        let least_cost = a
+            .cost
+            .total_cmp(&b.cost)
+            .then_with(|| a.node_count().cmp(&b.node_count()));
+        let lowest_priority = |attempt: &Attempt| {
+            attempt
+                .new_nodes
+                .keys()
+                .map(|&g| self.groups[g].spec.priority)
+                .min()
+                .unwrap_or(i32::MAX)
+        };
+        let order = match self.options.expander {
+            Expander::LeastCost => least_cost,
+            Expander::Priority => lowest_priority(b).cmp(&lowest_priority(a)).then(least_cost),
             Expander::LeastWaste => a.waste.total_cmp(&b.waste).then(least_cost),
         };
         order.is_lt()

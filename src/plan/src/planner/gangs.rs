@@ -1,15 +1,16 @@
-//! Gang planning: a gang tried whole in each topology domain it may use,
-//! the cheapest domain where it lands kept, and nothing kept when it cannot
-//! land.
+//! Gang planning: a gang tried whole in each topology domain it may use
+//! (see [`super::domains`]), the domain the expander prefers among those
+//! where it lands kept, and nothing kept when it cannot land.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use dra_sim::report::Outcome;
-use dra_sim::snapshot::PodClaims;
+use dra_sim::snapshot::{PodClaims, Verdict};
 
+use super::domains::Domain;
+use super::expander::{Expander, waste};
 use super::{Attempt, Placement, Planner, ScaleUps};
 use crate::gang::Gang;
-use crate::groups::domain_of;
 use crate::report::{GangOutcome, PlanReport, PodGroupReport};
 
 impl Planner<'_> {
@@ -56,92 +57,80 @@ impl Planner<'_> {
             }
         }
 
-        let domains: Vec<Option<String>> = match &gang.topology_key {
-            Some(key) => self.domains(key).into_iter().map(Some).collect(),
-            None => vec![None],
-        };
+        // The domains are read before phantom nodes join the snapshot; the
+        // attempts see the phantoms, the plan is replayed without them.
+        let existing = self.snapshot.nodes().len();
+        let keys = self.colocation_keys(gang);
+        let domains = self.domains(&keys, existing);
+        let before = self.snapshot.checkpoint();
+        let phantoms = self.add_gang_phantoms(gang);
         let start = self.snapshot.checkpoint();
-        let mut best: Option<(Attempt, Option<String>)> = None;
+        let mut best: Option<Attempt> = None;
         let mut all_reasons = Vec::new();
-        // With one domain the attempt is kept in place when it lands, instead
-        // of being rolled back and replayed.
-        let single = domains.len() == 1;
+        // Members the scheduler would fail outright, in any domain.
+        let mut errors: BTreeMap<usize, String> = BTreeMap::new();
+        // With one domain and no phantom the attempt is kept in place when it
+        // lands, instead of being rolled back and replayed.
+        let keep = domains.len() == 1 && phantoms == 0;
         let mut kept = false;
         for domain in &domains {
-            let attempt = self.attempt(gang, &claims, domain.as_deref());
+            let attempt = self.attempt(gang, &claims, domain, existing);
+            errors.extend(attempt.errors.iter().map(|(&p, e)| (p, e.clone())));
             let lands = attempt.placements.len() >= gang.needed();
-            if single && lands {
+            if keep && lands {
                 kept = true;
             } else {
                 self.snapshot.rollback(start);
             }
             if !lands {
-                let prefix = domain
-                    .as_ref()
-                    .zip(gang.topology_key.as_ref())
-                    .map(|(d, k)| format!("{k}={d}: "))
-                    .unwrap_or_default();
+                let prefix = self.domain_prefix(domain);
                 all_reasons.extend(attempt.reasons.iter().map(|r| format!("{prefix}{r}")));
-                if best.is_none() && domains.len() == 1 {
-                    best = Some((attempt, domain.clone()));
-                }
                 continue;
             }
-            let better = match &best {
-                None => true,
-                Some((b, _)) if b.placements.len() < gang.needed() => true,
-                Some((b, _)) => (attempt.cost, attempt.node_count()) < (b.cost, b.node_count()),
-            };
+            let better = best
+                .as_ref()
+                .is_none_or(|b| self.better_attempt(&attempt, b));
             if better {
-                best = Some((attempt, domain.clone()));
+                best = Some(attempt);
             }
         }
         if domains.is_empty() {
             all_reasons.push(format!(
                 "no node or node group has the topology label {}",
-                gang.topology_key.as_deref().unwrap_or_default()
+                keys.join(", ")
             ));
         }
 
-        let landed = best
-            .as_ref()
-            .is_some_and(|(a, _)| a.placements.len() >= gang.needed());
-        if !landed {
-            gang_report.reasons = dedup(all_reasons);
-            if gang_report.reasons.is_empty() {
-                gang_report.reasons.push("no node fits the gang".into());
-            }
-            let errors = best.map(|(a, _)| a.errors).unwrap_or_default();
-            for &pod_index in &gang.pending {
-                if let Some(e) = claim_errors
-                    .get(&pod_index)
-                    .or_else(|| errors.get(&pod_index))
-                {
-                    report.pods.push(self.pod_report(
-                        pod_index,
-                        Outcome::Error,
-                        None,
-                        vec![e.clone()],
-                    ));
-                } else {
-                    report
-                        .pods
-                        .push(self.unschedulable(pod_index, gang_report.reasons.clone()));
-                }
-            }
-            report.pod_groups.push(gang_report);
+        let Some(chosen) = best else {
+            self.snapshot.rollback(before);
+            self.report_waits(
+                gang,
+                gang_report,
+                (all_reasons, &errors, &claim_errors),
+                report,
+            );
             return;
-        }
-
-        // Replay the chosen attempt for real (attempts are deterministic),
-        // unless it was kept.
-        let (chosen, domain) = best.unwrap_or_default();
+        };
         let attempt = if kept {
             chosen
         } else {
-            self.attempt(gang, &claims, domain.as_deref())
+            self.snapshot.rollback(before);
+            let replayed = self.replay(&chosen, &claims);
+            if replayed.placements.len() < gang.needed() {
+                // Not expected: the replay checks what the attempt checked,
+                // without phantoms, which only ever admit more.
+                self.snapshot.rollback(before);
+                self.report_waits(
+                    gang,
+                    gang_report,
+                    (replayed.reasons, &replayed.errors, &claim_errors),
+                    report,
+                );
+                return;
+            }
+            replayed
         };
-        self.snapshot.commit(start);
+        self.snapshot.commit(before);
         self.snapshot.seal();
         for (&g, &count) in &attempt.new_nodes {
             self.used[g] += count;
@@ -191,29 +180,53 @@ impl Planner<'_> {
         report.pod_groups.push(gang_report);
     }
 
-    /// Every value of `key` among existing nodes and node groups, sorted.
-    fn domains(&self, key: &str) -> Vec<String> {
-        let mut values: BTreeSet<String> = self
-            .snapshot
-            .nodes()
-            .iter()
-            .filter_map(|n| n.metadata.labels.as_ref()?.get(key).cloned())
-            .collect();
-        values.extend(self.groups.iter().filter_map(|g| domain_of(g, key)));
-        values.into_iter().collect()
+    /// Reports a gang that waits: the reasons of every domain tried, and for
+    /// each member its own error when it has one.
+    fn report_waits(
+        &self,
+        gang: &Gang,
+        mut gang_report: PodGroupReport,
+        (reasons, errors, claim_errors): (
+            Vec<String>,
+            &BTreeMap<usize, String>,
+            &BTreeMap<usize, String>,
+        ),
+        report: &mut PlanReport,
+    ) {
+        gang_report.reasons = dedup(reasons);
+        if gang_report.reasons.is_empty() {
+            gang_report.reasons.push("no node fits the gang".into());
+        }
+        for &pod_index in &gang.pending {
+            if let Some(e) = claim_errors
+                .get(&pod_index)
+                .or_else(|| errors.get(&pod_index))
+            {
+                report
+                    .pods
+                    .push(self.pod_report(pod_index, Outcome::Error, None, vec![e.clone()]));
+            } else {
+                report
+                    .pods
+                    .push(self.unschedulable(pod_index, gang_report.reasons.clone()));
+            }
+        }
+        report.pod_groups.push(gang_report);
     }
 
-    /// Places as many members as possible: first on existing nodes in name
-    /// order, then on new nodes chosen by the expander. Leaves the snapshot
-    /// changed; the caller rolls back or commits.
+    /// Places as many members as possible in `domain`: first on the first
+    /// `existing` nodes in name order, then on new nodes chosen by the
+    /// expander. Leaves the snapshot changed; the caller rolls back or
+    /// commits.
     fn attempt(
         &mut self,
         gang: &Gang,
         claims: &BTreeMap<usize, PodClaims>,
-        domain: Option<&str>,
+        domain: &Domain,
+        existing: usize,
     ) -> Attempt {
         let mut attempt = Attempt::default();
-        let unplaced = self.place_on_existing(gang, claims, domain, &mut attempt);
+        let unplaced = self.place_on_existing(gang, claims, (domain, existing), &mut attempt);
         if gang.existing_only {
             if !unplaced.is_empty() {
                 attempt.reasons.push(format!(
@@ -225,6 +238,78 @@ impl Planner<'_> {
             }
         } else {
             self.open_new_nodes(gang, claims, domain, &mut attempt, unplaced);
+        }
+        if self.options.expander == Expander::LeastWaste {
+            attempt.waste = self.waste_of(&attempt);
+        }
+        attempt
+    }
+
+    /// The share of CPU and memory the attempt's new nodes leave unused by
+    /// its members, averaged over those nodes (0 without new nodes).
+    fn waste_of(&mut self, attempt: &Attempt) -> f64 {
+        let mut per_node: BTreeMap<usize, (usize, (i64, i64))> = BTreeMap::new();
+        for p in &attempt.placements {
+            let Some(group) = p.new_group else {
+                continue;
+            };
+            let (cpu, memory) = self
+                .requests(p.pod_index)
+                .map_or((0, 0), |a| a.cpu_memory());
+            let entry = per_node.entry(p.node_index).or_insert((group, (0, 0)));
+            entry.1 = (entry.1.0 + cpu, entry.1.1 + memory);
+        }
+        if per_node.is_empty() {
+            return 0.0;
+        }
+        let total: f64 = per_node
+            .values()
+            .map(|&(g, requested)| waste(&self.groups[g], requested))
+            .sum();
+        total / per_node.len() as f64
+    }
+
+    /// Places the members of `chosen` again on the same nodes — existing
+    /// ones by index, new ones opened anew, of the same groups in the same
+    /// order (so with the same names) — checking each placement again. The
+    /// attempt saw phantom nodes; this puts only what is bought in the plan.
+    fn replay(&mut self, chosen: &Attempt, claims: &BTreeMap<usize, PodClaims>) -> Attempt {
+        let mut attempt = Attempt::default();
+        let mut opened: BTreeMap<usize, usize> = BTreeMap::new();
+        for p in &chosen.placements {
+            let node_index = match (p.new_group, opened.get(&p.node_index)) {
+                (None, _) => p.node_index,
+                (Some(_), Some(&index)) => index,
+                (Some(group), None) => {
+                    let index = self.add_new_node(group, &mut attempt);
+                    opened.insert(p.node_index, index);
+                    index
+                }
+            };
+            let Some(pod_claims) = claims.get(&p.pod_index) else {
+                continue;
+            };
+            match self.snapshot.check(p.pod_index, node_index, pod_claims) {
+                Verdict::Fits(allocations) => self.place(
+                    &mut attempt,
+                    p.pod_index,
+                    node_index,
+                    p.new_group,
+                    pod_claims,
+                    allocations,
+                ),
+                Verdict::Refused(reason)
+                | Verdict::Unresolvable(reason)
+                | Verdict::Fatal(reason) => attempt.reasons.push(format!(
+                    "pod {} fits node {} while planning but not when the plan is replayed: {reason}",
+                    self.name(p.pod_index),
+                    self.snapshot.nodes()[node_index]
+                        .metadata
+                        .name
+                        .as_deref()
+                        .unwrap_or_default()
+                )),
+            }
         }
         attempt
     }

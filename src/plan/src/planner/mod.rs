@@ -13,6 +13,8 @@
 //!   gangs in priority order, and the report entries every role writes;
 //! - [`types`]: options and the record of one attempt;
 //! - [`gangs`]: a gang tried whole, in each topology domain;
+//! - [`domains`]: the domains a gang is tried in, and the phantom nodes that
+//!   stand for the domains new nodes could add;
 //! - [`singles`]: a batch of single pods, each landing or waiting alone;
 //! - [`existing_nodes`]: first fit on the nodes the snapshot has;
 //! - [`new_nodes`]: opening nodes group by group, ranked by the expander;
@@ -21,10 +23,11 @@
 //! - [`expander`]: every rule that chooses between groups or sizes;
 //! - [`daemonsets`]: the DaemonSet pods every new node runs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use dra_sim::FeatureGates;
 use dra_sim::ObjectRef;
+use dra_sim::filters::Allocatable;
 use dra_sim::objects::ClusterObjects;
 use dra_sim::report::{Outcome, PodReport};
 use dra_sim::simulate::report_allocations;
@@ -36,6 +39,7 @@ use crate::groups::{Budget, Group, read_groups, template_node};
 use crate::report::{PlanReport, ScaleUp};
 
 mod daemonsets;
+mod domains;
 mod existing_nodes;
 mod expander;
 mod gangs;
@@ -70,6 +74,11 @@ struct Planner<'a> {
     size_classes: Option<pack::SizeClasses>,
     /// Node label keys the DRA allocator reads (see [`Prepared`]).
     dra_label_keys: BTreeSet<String>,
+    /// Per group, once asked: its new nodes' allocatable.
+    allocatables: Vec<Option<Allocatable>>,
+    /// Per pod, once asked: its requests as NodeResourcesFit counts them
+    /// (`None` when one is not a quantity).
+    requests: HashMap<usize, Option<Allocatable>>,
 }
 
 /// Plans scale-ups for every pending gang of `objects`.
@@ -214,6 +223,8 @@ fn run(
         .map(|&i| (i, object_key(&snapshot.pods()[i].metadata)))
         .collect();
     let mut planner = Planner {
+        allocatables: vec![None; groups.len()],
+        requests: HashMap::new(),
         budget: Budget::new(groups, options.now, options.min_reservation_left),
         used: vec![0; groups.len()],
         snapshot,
@@ -362,6 +373,40 @@ impl Planner<'_> {
 
     fn unschedulable(&self, pod_index: usize, reasons: Vec<String>) -> PodReport {
         self.pod_report(pod_index, Outcome::Unschedulable, None, reasons)
+    }
+
+    /// Pod `pod_index`'s requests as NodeResourcesFit counts them (init
+    /// containers, sidecars, overhead), parsed once per plan.
+    fn requests(&mut self, pod_index: usize) -> Option<&Allocatable> {
+        if !self.requests.contains_key(&pod_index) {
+            let parsed = self.snapshot.requests_of(pod_index);
+            self.requests.insert(pod_index, parsed);
+        }
+        self.requests.get(&pod_index).and_then(Option::as_ref)
+    }
+
+    /// Whether NodeResourcesFit surely refuses the pod on new node
+    /// `node_index` of `group`: what the node holds plus the pod exceeds its
+    /// CPU, memory or pod slots. A cheap answer, asked before the full check
+    /// (which prepares the pod anew after every placement) on nodes that
+    /// fill up; `false` means only that the full check must decide.
+    fn surely_too_full(&mut self, pod_index: usize, node_index: usize, group: usize) -> bool {
+        if self.allocatables[group].is_none() {
+            let parsed = self
+                .snapshot
+                .allocatable_from(self.groups[group].spec.template.effective_allocatable());
+            self.allocatables[group] = Some(parsed);
+        }
+        self.requests(pod_index);
+        match (
+            self.requests.get(&pod_index).and_then(Option::as_ref),
+            self.allocatables[group].as_ref(),
+        ) {
+            (Some(requests), Some(target)) => {
+                !self.snapshot.usage_fits(node_index, Some(requests), target)
+            }
+            _ => false,
+        }
     }
 
     /// Binds a pod on a node and records the placement in `attempt`.

@@ -6,43 +6,37 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use dra_sim::snapshot::{PodClaims, Verdict};
 
+use super::domains::Domain;
 use super::expander::{Choice, waste};
 use super::{Attempt, Planner};
 use crate::gang::Gang;
-use crate::groups::{domain_of, template_node};
+use crate::groups::template_node;
 
 impl Planner<'_> {
-    /// Opens new nodes for the waiting members: the best group by the
-    /// expander, filled while it keeps yielding as well, then re-ranked.
-    /// Records why members stay unplaced.
+    /// Opens new nodes in `domain` for the waiting members: the best group
+    /// by the expander, filled while each new node of it takes as many as
+    /// the first, then re-ranked. Records why members stay unplaced.
     pub(super) fn open_new_nodes(
         &mut self,
         gang: &Gang,
         claims: &BTreeMap<usize, PodClaims>,
-        domain: Option<&str>,
+        domain: &Domain,
         attempt: &mut Attempt,
         mut unplaced: Vec<usize>,
     ) {
         if unplaced.is_empty() {
             return;
         }
-        let key = gang.topology_key.as_deref();
-        // New nodes: pick the best group for the members still waiting, fill
-        // nodes of it while it keeps yielding as well, and re-rank when not.
         let mut rejected: BTreeMap<usize, String> = BTreeMap::new();
         let mut excluded: BTreeSet<usize> = BTreeSet::new();
-        while !unplaced.is_empty() {
-            let Some(choice) = self.best_group(
-                &unplaced,
-                claims,
-                (key, domain),
-                attempt,
-                &mut rejected,
-                &excluded,
-            ) else {
+        'rank: while !unplaced.is_empty() {
+            let Some(choice) =
+                self.best_group(&unplaced, claims, domain, attempt, &mut rejected, &excluded)
+            else {
                 break;
             };
             let group = choice.group;
+            let mut first = true;
             loop {
                 let before_node = self.snapshot.checkpoint();
                 let node_index = self.add_new_node(group, attempt);
@@ -50,9 +44,6 @@ impl Planner<'_> {
                 unplaced = self.fill_node(node_index, group, unplaced, claims, attempt);
                 let yielded = before - unplaced.len();
                 if yielded == 0 {
-                    // The probe promised more than a real node takes (the
-                    // cluster changed since): drop the empty node and the
-                    // group for this attempt.
                     self.snapshot.rollback(before_node);
                     if let Some(count) = attempt.new_nodes.get_mut(&group) {
                         *count -= 1;
@@ -61,8 +52,19 @@ impl Planner<'_> {
                         }
                     }
                     attempt.cost -= self.groups[group].spec.price_per_hour;
-                    excluded.insert(group);
+                    // The first node took nothing although the probe said it
+                    // would (the cluster changed since): drop the group for
+                    // this attempt. A later one took nothing because members
+                    // placed since changed what fits (a spread's skew, say):
+                    // re-rank, which probes the group again.
+                    if first {
+                        excluded.insert(group);
+                    }
                     break;
+                }
+                first = false;
+                if domain.one_new_node() {
+                    break 'rank;
                 }
                 // Another node of this group is only as good as the first
                 // if enough members remain to fill it; otherwise re-rank.
@@ -81,11 +83,19 @@ impl Planner<'_> {
                 gang.pending.len(),
                 gang.needed()
             ));
+            attempt.reasons.extend(attempt.existing_refusal.clone());
             attempt.reasons.extend(
                 rejected
                     .into_iter()
                     .map(|(g, r)| format!("node group {}: {r}", self.groups[g].name)),
             );
+            if !domain.is_anywhere()
+                && !(0..self.groups.len()).any(|g| self.group_in_domain(g, domain))
+            {
+                attempt
+                    .reasons
+                    .push("no node group's new nodes are in this domain".into());
+            }
         }
     }
 
@@ -125,6 +135,10 @@ impl Planner<'_> {
             let Some(pod_claims) = claims.get(&pod_index) else {
                 continue;
             };
+            if self.surely_too_full(pod_index, node_index, group) {
+                still.push(pod_index);
+                continue;
+            }
             match self.snapshot.check(pod_index, node_index, pod_claims) {
                 Verdict::Fits(allocations) => {
                     self.place(
@@ -151,7 +165,7 @@ impl Planner<'_> {
         &mut self,
         waiting: &[usize],
         claims: &BTreeMap<usize, PodClaims>,
-        (key, domain): (Option<&str>, Option<&str>),
+        domain: &Domain,
         attempt: &Attempt,
         rejected: &mut BTreeMap<usize, String>,
         excluded: &BTreeSet<usize>,
@@ -162,9 +176,7 @@ impl Planner<'_> {
             if excluded.contains(&group) {
                 continue;
             }
-            if let (Some(key), Some(domain)) = (key, domain)
-                && domain_of(&self.groups[group], key).as_deref() != Some(domain)
-            {
+            if !self.group_in_domain(group, domain) {
                 continue;
             }
             if let Err(reason) = self.room_left(group, attempt) {

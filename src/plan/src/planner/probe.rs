@@ -130,14 +130,16 @@ impl Planner<'_> {
             let Some(pod_claims) = claims.get(&pod_index) else {
                 continue;
             };
+            // Once a refusal is on record (in upstream's words), members the
+            // full node cannot hold need no full check.
+            if result.refusal.is_some() && self.surely_too_full(pod_index, node_index, group) {
+                continue;
+            }
             match self.snapshot.check(pod_index, node_index, pod_claims) {
                 Verdict::Fits(allocations) => {
                     // PodRequests as NodeResourcesFit counts them (init
                     // containers, sidecars, overhead), not a container sum.
-                    let (cpu, mem) = self
-                        .snapshot
-                        .requests_of(pod_index)
-                        .map_or((0, 0), |a| a.cpu_memory());
+                    let (cpu, mem) = self.requests(pod_index).map_or((0, 0), |a| a.cpu_memory());
                     result.requested = (result.requested.0 + cpu, result.requested.1 + mem);
                     self.place(
                         &mut scratch,

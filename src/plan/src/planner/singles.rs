@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use dra_sim::report::Outcome;
 use dra_sim::snapshot::PodClaims;
 
+use super::domains::Domain;
 use super::{Attempt, Placement, Planner, ScaleUps};
 use crate::gang::{Gang, GangApi, GangRef};
 use crate::report::{GangOutcome, PlanReport, PodGroupReport};
@@ -50,7 +51,9 @@ impl Planner<'_> {
         };
         let start = self.snapshot.checkpoint();
         let mut attempt = Attempt::default();
-        let mut unplaced = self.place_on_existing(&batch, &claims, None, &mut attempt);
+        let existing = self.snapshot.nodes().len();
+        let mut unplaced =
+            self.place_on_existing(&batch, &claims, (&Domain::Anywhere, existing), &mut attempt);
         // Choosing between groups that differ only in size is a packing
         // question: fill large nodes, buy each as the size the expander
         // prefers among those that hold it. What that cannot place goes
@@ -84,7 +87,7 @@ impl Planner<'_> {
                 })
                 .collect()
         };
-        self.open_new_nodes(&batch, &claims, None, &mut attempt, unplaced);
+        self.open_new_nodes(&batch, &claims, &Domain::Anywhere, &mut attempt, unplaced);
         self.snapshot.commit(start);
         self.snapshot.seal();
         let placed: BTreeMap<usize, &Placement> = attempt

@@ -54,6 +54,12 @@ pub(super) struct Attempt {
     pub(super) reasons: Vec<String>,
     /// Members whose claims the scheduler would fail outright.
     pub(super) errors: BTreeMap<usize, String>,
+    /// In a restricted domain, the first refusal an existing node of it
+    /// gave (`node NAME: reason`), said when the gang does not fit there.
+    pub(super) existing_refusal: Option<String>,
+    /// Under least-waste, the share of CPU and memory its new nodes leave
+    /// unused (see [`super::expander::Expander::LeastWaste`]).
+    pub(super) waste: f64,
 }
 
 impl Attempt {

@@ -31,45 +31,11 @@ use super::library::{
     Returns, hidden,
 };
 
-/// Deepest expression tree accepted. cel-go's parser stops at 250 nested
-/// rules; the interpreter recurses once per level, so the bound also keeps
-/// evaluation well inside a thread's stack.
-pub(crate) const MAX_DEPTH: usize = 200;
-
-/// Most tokens that can deepen the parse tree (see [`deepening_tokens`]).
-/// The generated parser recurses once per left-nested operator and has no
-/// limit of its own for chains like `1 + 1 + …`; a few thousand of them
-/// overflow a 2 MiB thread stack before [`MAX_DEPTH`] is ever checked.
-pub(crate) const MAX_DEEPENING_TOKENS: usize = 1000;
-
-/// Counts operator, member, index, call and ternary tokens outside string
-/// literals: an upper bound on how deep the parser may recurse. `&&` and `||`
-/// are not counted because the parser balances their chains.
-pub(crate) fn deepening_tokens(src: &str) -> usize {
-    let bytes = src.as_bytes();
-    let mut count = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            quote @ (b'"' | b'\'') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != quote {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'=' | b'!' | b'.' | b'[' | b'('
-            | b'{' | b'?' => {
-                count += 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    count
-}
+/// Deepest expression tree accepted, after macro expansion. cel-go's parser
+/// stops at 250 nested rules (enforced before parsing, see `shape`), so
+/// anything it accepts without macros fits; the interpreter recurses once
+/// per level, so the bound also caps the stack evaluation takes.
+pub(crate) const MAX_DEPTH: usize = 250;
 
 /// What the environment declares beyond the common library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,17 +147,22 @@ impl Ty {
 }
 
 /// Checks and rewrites `expr` in place; the error is the complete compile message.
-pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<(), String> {
+///
+/// Returns whether the expression reads `device` at all: one that does not
+/// gives the same verdict for every device.
+pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<bool, String> {
     let mut checker = Checker {
         decls,
         scope: Vec::new(),
+        uses_device: false,
     };
     let ty = checker
         .visit(expr, 0)
         .map_err(|m| format!("compilation failed: {m}"))?;
+    let uses_device = checker.uses_device;
     // Upstream reports this one without the "compilation failed" prefix.
     match ty {
-        Ty::Bool | Ty::Dyn => Ok(()),
+        Ty::Bool | Ty::Dyn => Ok(uses_device),
         other => Err(format!(
             "must evaluate to bool or the unknown type, not {}",
             other.name()
@@ -199,9 +170,25 @@ pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<(), Stri
     }
 }
 
+/// Checks and rewrites `expr` whatever its result type, which it returns
+/// (the conformance tests evaluate expressions of every type).
+#[cfg(test)]
+pub(crate) fn check_any(expr: &mut IdedExpr, decls: Declarations) -> Result<Ty, String> {
+    let mut checker = Checker {
+        decls,
+        scope: Vec::new(),
+        uses_device: false,
+    };
+    checker
+        .visit(expr, 0)
+        .map_err(|m| format!("compilation failed: {m}"))
+}
+
 struct Checker {
     decls: Declarations,
     scope: Vec<(String, Ty)>,
+    /// The global `device` was referenced.
+    uses_device: bool,
 }
 
 fn node(expr: Expr) -> IdedExpr {
@@ -306,6 +293,7 @@ impl Checker {
             Expr::Ident(name) => match self.lookup(name) {
                 Some(ty) => Ok(ty),
                 None if name == "device" => {
+                    self.uses_device = true;
                     *e = device_literal();
                     Ok(Ty::Device { global: true })
                 }
@@ -527,7 +515,13 @@ impl Checker {
             types.push(self.visit(arg, depth)?);
         }
         let ty = match (func, types.as_slice()) {
-            (operators::NEGATE, [t]) if matches!(t, Ty::Int | Ty::Double) => *t,
+            (operators::NEGATE, [Ty::Double]) => Ty::Double,
+            (operators::NEGATE, [t]) => {
+                // Anything that may be an int goes through the overflow check.
+                let args = std::mem::take(&mut c.args);
+                let ty = if *t == Ty::Int { Ty::Int } else { Ty::Dyn };
+                return Ok(Some((Some(call(hidden::NEG, None, args)), ty)));
+            }
             (operators::NEGATE, _) => Ty::Dyn,
             (operators::ADD, [a, b]) if a == b && matches!(a, Ty::Int | Ty::UInt | Ty::Double) => {
                 *a
@@ -723,9 +717,34 @@ impl Checker {
         self.scope.truncate(accu_only);
         let result = body.and_then(|_| self.visit(&mut comp.result, depth));
         self.scope.truncate(outer);
-        let step = std::mem::take(&mut comp.loop_step);
+        let mut step = std::mem::take(&mut comp.loop_step);
+        unwrap_accumulator_append(&mut step, &comp.accu_var);
         comp.loop_step = call(hidden::TICK, None, vec![step]);
         result
+    }
+}
+
+/// `@add(accu, [x])`, the step `map()` and `filter()` expand to, back to
+/// cel-rust's own `+`: the surrounding `@tick` charges the result's size
+/// anyway, and each trip through a library function converts the whole
+/// accumulator twice (the bulk of the time of nested `map()`s). `filter()`
+/// steps are `cond ? accu + [x] : accu`: their branches are looked at too.
+fn unwrap_accumulator_append(step: &mut IdedExpr, accu_var: &str) {
+    let Expr::Call(c) = &mut step.expr else {
+        return;
+    };
+    if c.func_name == operators::CONDITIONAL {
+        for branch in &mut c.args {
+            unwrap_accumulator_append(branch, accu_var);
+        }
+        return;
+    }
+    let is_append = c.func_name == hidden::ADD
+        && matches!(c.args.as_slice(), [a, b]
+            if matches!(&a.expr, Expr::Ident(n) if n == accu_var)
+                && matches!(b.expr, Expr::List(_)));
+    if is_append {
+        c.func_name = operators::ADD.to_string();
     }
 }
 

@@ -2,22 +2,120 @@
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kube_cel::cel::Value;
 use kube_cel::cel::common::ast::IdedExpr;
-use kube_cel::cel::parser::Parser;
+use kube_cel::cel::parser::{ParseError, Parser};
 
 use super::checker::{self, Declarations};
 use super::device::CelDevice;
 use super::error::{CelError, runtime_message};
 use super::library::reset_budget;
+use super::shape::{self, ShapeError};
 use crate::gates::{FeatureGates, KubeVersion};
 
 /// Message part of a compile error raised because the generated parser
-/// panicked. Known cause: cel-rust's recursion guard underflows in debug
-/// builds once an expression trips its nesting limit.
+/// panicked. None is known since [`shape`] bounds what reaches it.
 pub(crate) const PARSER_PANIC: &str = "the CEL parser panicked";
+
+/// Stack that compiling the deepest expression [`shape`] and the checker
+/// accept may take: cel-rust's generated parser needs up to 4 MiB for 249
+/// nested parentheses in an unoptimized build, half that optimized. Twice
+/// that is kept free; with less left on the calling thread, compilation runs
+/// on a fresh stack segment (`stacker`).
+const COMPILE_STACK: usize = 8 << 20;
+
+/// Stack an evaluation may take: the checker bounds trees at
+/// [`super::checker::MAX_DEPTH`] levels, which evaluate in under 4 MiB
+/// unoptimized. Threads with [`crate::STACK_BUDGET`] never need a new segment.
+const EVAL_STACK: usize = 8 << 20;
+
+/// Upstream's `CELSelectorExpressionMaxLength` (`k8s.io/api/resource/v1`):
+/// the API server refuses a longer selector before compiling it.
+pub const CEL_SELECTOR_EXPRESSION_MAX_LENGTH: usize = 10 * 1024;
+
+/// At most this many tokens reach cel-rust's parser when [`shape`] found a
+/// syntax error: cel-rust then words the error, and no chain or nesting in
+/// so few tokens can get near the recursion limits.
+const MAX_TOKENS_FOR_PARSER_MESSAGE: usize = 400;
+
+/// Parses `expression` the way kube-scheduler's compiler would see it:
+/// length limit, grammar shape and recursion limits first (see [`shape`]),
+/// then cel-rust's parser on the normalized text.
+pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
+    if expression.len() > CEL_SELECTOR_EXPRESSION_MAX_LENGTH {
+        // What the API server answers for such an object (`field.TooLong`).
+        return Err(CelError::compile(
+            expression,
+            format!("Too long: must have at most {CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes"),
+        ));
+    }
+    let source = match shape::check(expression) {
+        Ok(found) => found.normalized(expression),
+        Err(ShapeError::TooDeep(message)) => {
+            return Err(CelError::compile(
+                expression,
+                format!("compilation failed: ERROR: <input>:-1:0: {message}"),
+            ));
+        }
+        Err(ShapeError::Lex(e)) => {
+            return Err(syntax_error(expression, e.offset, &e.message));
+        }
+        Err(ShapeError::Syntax { offset, tokens }) if tokens > MAX_TOKENS_FOR_PARSER_MESSAGE => {
+            return Err(syntax_error(expression, offset, "unexpected input"));
+        }
+        // A small expression: cel-rust's parser says what is wrong.
+        Err(ShapeError::Syntax { .. }) => std::borrow::Cow::Borrowed(expression),
+    };
+    // cel-rust's own guard counts only nested `expr` rules (at 96); `shape`
+    // already holds every rule to cel-go's 250, so it is set out of reach.
+    let source = source.as_ref();
+    let parsed = catch_unwind(|| {
+        Parser::new()
+            .enable_optional_syntax(true)
+            .max_recursion_depth(1000)
+            .parse(source)
+    });
+    match parsed {
+        Ok(Ok(ast)) => Ok(ast),
+        Ok(Err(errors)) => Err(CelError::compile(
+            expression,
+            format!("compilation failed: {}", parse_errors(&errors.errors)),
+        )),
+        Err(_) => Err(CelError::compile(
+            expression,
+            format!("compilation failed: {PARSER_PANIC}"),
+        )),
+    }
+}
+
+/// cel-go's syntax error line, `ERROR: <input>:LINE:COL: Syntax error: …`.
+fn syntax_error(expression: &str, offset: usize, what: &str) -> CelError {
+    let before = &expression.as_bytes()[..offset.min(expression.len())];
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let column = before.iter().rev().take_while(|&&b| b != b'\n').count();
+    CelError::compile(
+        expression,
+        format!("compilation failed: ERROR: <input>:{line}:{column}: Syntax error: {what}"),
+    )
+}
+
+/// The first few of cel-rust's parse errors, each on its own line without the
+/// source excerpt cel-rust adds (one per error, the whole line each time).
+fn parse_errors(errors: &[ParseError]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = errors
+        .iter()
+        .take(SHOWN)
+        .map(|e| format!("ERROR: <input>:{}:{}: {}", e.pos.0, e.pos.1, e.msg))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if errors.len() > SHOWN {
+        text.push_str(&format!("\n… and {} more errors", errors.len() - SHOWN));
+    }
+    text
+}
 
 /// Which of upstream's two CEL environments to model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -106,39 +204,20 @@ impl SelectorCompiler {
     }
 
     fn compile_uncached(&self, expression: &str) -> Result<CompiledSelector, CelError> {
-        let deepening = checker::deepening_tokens(expression);
-        if deepening > checker::MAX_DEEPENING_TOKENS {
-            return Err(CelError::compile(
-                expression,
-                format!(
-                    "compilation failed: expression has {deepening} operators, more than the {} supported",
-                    checker::MAX_DEEPENING_TOKENS
-                ),
-            ));
-        }
-        // The parser is generated code; a panic in it must not take the
-        // autoscaler down with it.
-        let parsed = catch_unwind(|| Parser::new().enable_optional_syntax(true).parse(expression));
-        let mut program = match parsed {
-            Ok(Ok(ast)) => ast,
-            Ok(Err(errors)) => {
-                return Err(CelError::compile(
-                    expression,
-                    format!("compilation failed: {errors}"),
-                ));
-            }
-            Err(_) => {
-                return Err(CelError::compile(
-                    expression,
-                    format!("compilation failed: {PARSER_PANIC}"),
-                ));
-            }
-        };
-        checker::check(&mut program, self.decls).map_err(|m| CelError::compile(expression, m))?;
+        stacker::maybe_grow(COMPILE_STACK, 2 * COMPILE_STACK, || {
+            self.compile_on_enough_stack(expression)
+        })
+    }
+
+    fn compile_on_enough_stack(&self, expression: &str) -> Result<CompiledSelector, CelError> {
+        let mut program = parse(expression)?;
+        let uses_device = checker::check(&mut program, self.decls)
+            .map_err(|m| CelError::compile(expression, m))?;
         Ok(CompiledSelector {
             expression: expression.to_string(),
             program,
             refuse_list_attributes: self.refuse_list_attributes,
+            constant: (!uses_device).then(OnceLock::new),
         })
     }
 }
@@ -149,6 +228,9 @@ pub struct CompiledSelector {
     expression: String,
     program: IdedExpr,
     refuse_list_attributes: bool,
+    /// For an expression that never reads `device`: its one verdict,
+    /// computed on first use (every device would get the same).
+    constant: Option<OnceLock<Result<bool, CelError>>>,
 }
 
 impl CompiledSelector {
@@ -178,10 +260,19 @@ impl CompiledSelector {
                 format!("attribute {name}: unsupported attribute value"),
             ));
         }
+        if let Some(verdict) = &self.constant {
+            return verdict.get_or_init(|| self.evaluate(device)).clone();
+        }
+        self.evaluate(device)
+    }
+
+    fn evaluate(&self, device: &CelDevice) -> Result<bool, CelError> {
         reset_budget();
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            Value::resolve(&self.program, device.scope())
-        }));
+        let outcome = stacker::maybe_grow(EVAL_STACK, 2 * EVAL_STACK, || {
+            catch_unwind(AssertUnwindSafe(|| {
+                Value::resolve(&self.program, device.scope())
+            }))
+        });
         match outcome {
             Ok(Ok(Value::Bool(b))) => Ok(b),
             Ok(Ok(other)) => Err(CelError::runtime(

@@ -31,8 +31,16 @@ impl fmt::Display for CelErrorKind {
 ///
 /// Upstream aborts the whole allocation attempt on either kind; callers must
 /// not treat it as "device does not match".
+///
+/// Its text is bounded: the expression is shown up to
+/// [`MAX_EXPRESSION_SHOWN`] bytes and the message is cut at
+/// [`MAX_MESSAGE_BYTES`], so one pathological selector cannot flood a report
+/// (an error is printed once per pod and node it stops).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("CEL expression {expression:?}: {kind} error: {message}")]
+#[error(
+    "CEL expression {:?}: {kind} error: {message}",
+    shortened(expression, MAX_EXPRESSION_SHOWN)
+)]
 pub struct CelError {
     /// The selector's source text.
     pub expression: String,
@@ -42,20 +50,42 @@ pub struct CelError {
     pub message: String,
 }
 
+/// Longest part of the expression an error shows.
+pub const MAX_EXPRESSION_SHOWN: usize = 200;
+/// Longest message an error carries.
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+/// Longest text an error prints: the shown part of the expression is printed
+/// escaped (`{:?}`), and escaping turns one character into at most ten
+/// (`\u{10ffff}`); then the message, the cut markers and the fixed words.
+pub const MAX_ERROR_TEXT_BYTES: usize = MAX_EXPRESSION_SHOWN * 10 + MAX_MESSAGE_BYTES + 200;
+
+/// `text` cut to at most `max` bytes (at a character boundary), saying how
+/// long it was when cut.
+fn shortened(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… ({} bytes in all)", &text[..end], text.len()))
+}
+
 impl CelError {
     pub(crate) fn compile(expression: &str, message: impl Into<String>) -> Self {
-        Self {
-            expression: expression.to_string(),
-            kind: CelErrorKind::Compile,
-            message: message.into(),
-        }
+        Self::new(expression, CelErrorKind::Compile, message.into())
     }
 
     pub(crate) fn runtime(expression: &str, message: impl Into<String>) -> Self {
+        Self::new(expression, CelErrorKind::Runtime, message.into())
+    }
+
+    fn new(expression: &str, kind: CelErrorKind, message: String) -> Self {
         Self {
             expression: expression.to_string(),
-            kind: CelErrorKind::Runtime,
-            message: message.into(),
+            kind,
+            message: shortened(&message, MAX_MESSAGE_BYTES).into_owned(),
         }
     }
 }

@@ -281,6 +281,10 @@ pub(crate) mod hidden {
     pub(crate) const CHARGE: &str = "@charge";
     /// `@add(a, b)`: `+` that charges list and string growth first.
     pub(crate) const ADD: &str = "@add";
+    /// `@neg(x)`: unary `-` with cel-go's overflow error for the least
+    /// int (cel-rust negates with `-`, which panics in debug builds and wraps
+    /// in release builds).
+    pub(crate) const NEG: &str = "@neg";
 }
 
 /// Looks up unknown attribute or capacity domains as an empty map, upstream's
@@ -311,6 +315,10 @@ pub(crate) static ROOT: LazyLock<Context<'static>> = LazyLock::new(|| {
     ctx.add_function(hidden::TICK, tick);
     ctx.add_function(hidden::CHARGE, charge_value);
     ctx.add_function(hidden::ADD, add);
+    ctx.add_function(hidden::NEG, negate);
+    ctx.add_function("size", size);
+    ctx.add_function("int", to_int);
+    ctx.add_function("uint", to_uint);
     ctx.set_variable_resolver(&MISSING_DOMAINS);
     ctx
 });
@@ -810,6 +818,86 @@ fn add(ftx: &FunctionContext) -> ResolveResult {
             PROGRAMS.plus.as_ref(),
             vec![("a", a.clone()), ("b", b.clone())],
         ),
+    }
+}
+
+/// `size()`: strings count code points as in cel-go (cel-rust counts bytes).
+fn size(ftx: &FunctionContext) -> ResolveResult {
+    let (this, args) = call_parts(ftx)?;
+    let value = match (this.as_ref(), args.as_slice()) {
+        (Some(v), []) | (None, [v]) => v.clone(),
+        _ => return Err(no_overload()),
+    };
+    let n = match &value {
+        Value::String(s) => s.chars().count(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.map.len(),
+        Value::Bytes(b) => b.len(),
+        _ => return Err(no_overload()),
+    };
+    Ok(Value::Int(i64::try_from(n).unwrap_or(i64::MAX)))
+}
+
+/// The one argument of a conversion, as a member or global call.
+fn conversion_arg(ftx: &FunctionContext) -> Result<Value, ExecutionError> {
+    let (this, args) = call_parts(ftx)?;
+    match (this, args.as_slice()) {
+        (Some(v), []) => Ok(v),
+        (None, [v]) => Ok(v.clone()),
+        _ => Err(no_overload()),
+    }
+}
+
+/// `int()` with cel-go's range checks: a double converts only strictly
+/// between -2^63 and 2^63 (cel-rust lets ±2^63 and NaN through).
+fn to_int(ftx: &FunctionContext) -> ResolveResult {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    match conversion_arg(ftx)? {
+        Value::Int(v) => Ok(Value::Int(v)),
+        Value::UInt(v) => i64::try_from(v)
+            .map(Value::Int)
+            .map_err(|_| fail("int", "integer overflow")),
+        #[allow(clippy::cast_possible_truncation)]
+        Value::Float(v) if v > -TWO_63 && v < TWO_63 => Ok(Value::Int(v as i64)),
+        Value::Float(_) => Err(fail("int", "integer overflow")),
+        Value::String(s) => s
+            .parse::<i64>()
+            .map(Value::Int)
+            .map_err(|e| fail("int", format!("string parse error: {e}"))),
+        _ => Err(no_overload()),
+    }
+}
+
+/// `uint()` with cel-go's range checks: a double converts only from 0 up to
+/// (not including) 2^64.
+fn to_uint(ftx: &FunctionContext) -> ResolveResult {
+    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+    match conversion_arg(ftx)? {
+        Value::UInt(v) => Ok(Value::UInt(v)),
+        Value::Int(v) => u64::try_from(v)
+            .map(Value::UInt)
+            .map_err(|_| fail("uint", "unsigned integer overflow")),
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Value::Float(v) if (0.0..TWO_64).contains(&v) => Ok(Value::UInt(v as u64)),
+        Value::Float(_) => Err(fail("uint", "unsigned integer overflow")),
+        Value::String(s) => s
+            .parse::<u64>()
+            .map(Value::UInt)
+            .map_err(|e| fail("uint", format!("string parse error: {e}"))),
+        _ => Err(no_overload()),
+    }
+}
+
+/// Unary `-`: ints overflow as in cel-go, doubles negate, the rest has no overload.
+fn negate(ftx: &FunctionContext) -> ResolveResult {
+    let (_, args) = call_parts(ftx)?;
+    match args.as_slice() {
+        [Value::Int(x)] => x
+            .checked_neg()
+            .map(Value::Int)
+            .ok_or_else(|| fail(hidden::NEG, "integer overflow")),
+        [Value::Float(x)] => Ok(Value::Float(-x)),
+        _ => Err(no_overload()),
     }
 }
 

@@ -1225,7 +1225,7 @@ fn deep_expressions_do_not_overflow_the_stack() {
         }),
     ];
     for (name, shape) in &shapes {
-        for n in [10, 90, 150, 250, 1000, 1500, 5000] {
+        for n in [10, 90, 150, 240, 250, 1000, 1500, 5000] {
             let expr = shape(n);
             let mut compiler = SelectorCompiler::new(&gates);
             // Run on a thread with the default 2 MiB test stack, like the allocator's callers.

@@ -19,6 +19,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim
 use super::cel_cache::{DeviceCaches, SelectorTable};
 use super::constraints::Constraint;
 use super::diagnose::diagnose;
+use super::feasibility::provably_infeasible;
 use super::inventory::{SliceEntry, convert_slice};
 use super::model::{Checker, ClassEntry, MAX_RESULTS};
 use super::pool_state::PoolState;
@@ -27,7 +28,9 @@ use super::requests::validate_claim;
 use super::results::assemble;
 use super::search::{RKey, Search, Stop};
 use super::state::{AllocatedState, FixedMap};
-use super::{AllocError, AllocateOutcome, AllocatorStats, Features, ShareIdGenerator, claim_ref};
+use super::{
+    AllocError, AllocateOutcome, AllocatorStats, Features, ShareIdGenerator, Variant, claim_ref,
+};
 use crate::gates::FeatureGates;
 
 type PoolKey = (String, String);
@@ -62,6 +65,9 @@ pub struct DraCatalog {
     table: SelectorTable,
     caches: DeviceCaches,
     stats: AllocatorStats,
+    /// Try to prove infeasibility by counting before searching (off only in
+    /// tests that pin upstream's search work).
+    count_first: bool,
 }
 
 impl std::fmt::Debug for DraCatalog {
@@ -73,6 +79,18 @@ impl std::fmt::Debug for DraCatalog {
             .finish_non_exhaustive()
     }
 }
+
+impl DraCatalog {
+    /// Turns the counting that proves infeasibility before a search off or
+    /// on, so that tests can pin upstream's search work.
+    #[cfg(test)]
+    pub(crate) fn set_count_first(&mut self, on: bool) {
+        self.count_first = on;
+    }
+}
+
+/// Upstream's Filter status when the allocation ran past `filterTimeout`.
+pub const TIMED_OUT: &str = "timed out trying to allocate devices";
 
 impl DraCatalog {
     /// Builds the catalog. DeviceTaintRules are applied to the slices' devices
@@ -101,6 +119,7 @@ impl DraCatalog {
             table: SelectorTable::new(&gates),
             caches: DeviceCaches::default(),
             stats: AllocatorStats::default(),
+            count_first: true,
         };
         for class in classes {
             catalog.add_class(class.clone());
@@ -284,6 +303,7 @@ impl DraCatalog {
             table,
             caches,
             stats,
+            count_first,
             ..
         } = self;
         let Some(view) = views.get_mut(name) else {
@@ -323,22 +343,32 @@ impl DraCatalog {
                 )));
             }
             slots.push(claim_slots);
-            constraints.push(claim_constraints(claim, features.list_type_attributes)?);
+            constraints.push(claim_constraints(claim, features)?);
         }
         let mut search = Search::new(chk, claims, slots, constraints, share_ids);
-        let outcome = search.allocate_one(
-            RKey {
-                claim: 0,
-                request: 0,
-                sub: 0,
-            },
-            0,
-            false,
-            (0, 0, 0),
-        );
+        search.budget = gates.search_budget();
+        let outcome = if *count_first && provably_infeasible(&mut search) {
+            stats.proven_infeasible += 1;
+            Ok(false)
+        } else {
+            search.allocate_one(
+                RKey {
+                    claim: 0,
+                    request: 0,
+                    sub: 0,
+                },
+                0,
+                false,
+                (0, 0, 0),
+            )
+        };
         stats.allocate_one_invocations += search.invocations;
         match outcome {
             Err(Stop::Fatal(message)) => Err(AllocError::Fatal(message)),
+            // Upstream's Filter: UnschedulableAndUnresolvable for this node.
+            Err(Stop::Timeout) => Ok(AllocateOutcome::Unschedulable {
+                reasons: vec![TIMED_OUT.to_string()],
+            }),
             Err(Stop::MaxSize) => Err(AllocError::Fatal("allocation max size exceeded".into())),
             Ok(true) => assemble(&search, name)
                 .map(AllocateOutcome::Allocated)
@@ -366,10 +396,14 @@ impl DraCatalog {
     }
 }
 
+/// The claim's constraints. The stable allocator knows `matchAttribute`
+/// only: anything else is its "empty constraint" error.
 fn claim_constraints(
     claim: &ResourceClaim,
-    list_mode: bool,
+    features: &Features,
 ) -> Result<Vec<Constraint>, AllocError> {
+    let list_mode = features.list_type_attributes;
+    let stable = features.variant() == Variant::Stable;
     let specs = claim
         .spec
         .as_ref()
@@ -381,7 +415,7 @@ fn claim_constraints(
         let requests = c.requests.as_deref().unwrap_or_default();
         if let Some(attribute) = &c.match_attribute {
             out.push(Constraint::matching(requests, attribute, list_mode));
-        } else if let Some(attribute) = &c.distinct_attribute {
+        } else if let Some(attribute) = c.distinct_attribute.as_ref().filter(|_| !stable) {
             out.push(Constraint::distinct(requests, attribute, list_mode));
         } else {
             return Err(AllocError::Fatal(format!(

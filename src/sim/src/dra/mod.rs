@@ -39,6 +39,7 @@ mod compat_groups;
 mod constraints;
 mod device_taints;
 mod diagnose;
+mod feasibility;
 mod inventory;
 mod model;
 mod pool_state;
@@ -55,7 +56,7 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
 pub use crate::quantity;
 pub use crate::selectors::ParsedNodeSelector;
-pub use catalog::DraCatalog;
+pub use catalog::{DraCatalog, TIMED_OUT};
 pub use state::{AllocatedState, DeviceId};
 
 use crate::gates::FeatureGates;
@@ -106,6 +107,24 @@ pub struct AllocatorStats {
     pub allocate_calls: u64,
     /// Search steps (upstream's `NumAllocateOneInvocations`).
     pub allocate_one_invocations: u64,
+    /// Calls answered "no allocation" by counting, without a search.
+    pub proven_infeasible: u64,
+}
+
+/// Which of upstream's three allocator implementations the scheduler runs.
+/// `structured.NewAllocator` takes the first (stable, incubating,
+/// experimental) whose supported features cover every enabled one, so the
+/// gates decide it, and the variants differ on fields of disabled features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Variant {
+    /// Admin access, prioritized lists, partitionable devices, device taints
+    /// only. Knows no `distinctAttribute` constraint and no capacity
+    /// requests.
+    Stable,
+    /// Adds binding conditions with device status, and consumable capacity.
+    Incubating,
+    /// Adds list-type attributes and compatibility groups.
+    Experimental,
 }
 
 /// The allocator's view of the feature gates (upstream `Features`).
@@ -126,6 +145,17 @@ pub(crate) struct Features {
 }
 
 impl Features {
+    /// The variant upstream picks for these features.
+    pub(crate) fn variant(&self) -> Variant {
+        if self.list_type_attributes || self.compatibility_groups {
+            Variant::Experimental
+        } else if self.consumable_capacity || self.binding_and_status {
+            Variant::Incubating
+        } else {
+            Variant::Stable
+        }
+    }
+
     pub(crate) fn from_gates(g: &FeatureGates) -> Self {
         Features {
             admin_access: g.admin_access,

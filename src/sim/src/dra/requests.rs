@@ -11,11 +11,11 @@ use k8s_openapi::api::resource::v1::{
 
 use super::capacity;
 use super::cel_cache::EvalError;
-use super::claim_ref;
 use super::model::{Checker, ClassEntry, DevRef, Mode, RequestData, Slot};
 use super::pools::Pool;
 use super::quantity::Value;
 use super::state::FixedMap;
+use super::{Variant, claim_ref};
 use crate::selectors::node_matches;
 
 /// The fields a request and a subrequest share.
@@ -85,7 +85,9 @@ pub(crate) fn validate_claim<'c>(
                 request.name
             ));
         }
-        if !chk.f.consumable_capacity {
+        // The stable allocator knows no capacity requests and ignores them;
+        // incubating and experimental refuse them with the feature off.
+        if !chk.f.consumable_capacity && chk.f.variant() != Variant::Stable {
             if request
                 .exactly
                 .as_ref()
@@ -175,7 +177,9 @@ fn validate<'c>(
             fields.class_name
         ));
     };
+    let stable = chk.f.variant() == Variant::Stable;
     let capacity = match fields.capacity.and_then(|c| c.requests.as_ref()) {
+        _ if stable => None,
         None => None,
         Some(requests) => {
             let mut parsed = Vec::with_capacity(requests.len());

@@ -32,6 +32,8 @@ pub(crate) enum Stop {
     MaxSize,
     /// A fatal error for the pod.
     Fatal(String),
+    /// The work budget ran out (upstream: the Filter's `filterTimeout`).
+    Timeout,
 }
 
 /// Identifies a (sub)request: claim, request, and subrequest (0 for exact).
@@ -96,6 +98,8 @@ pub(crate) struct Search<'a, 'c> {
     pub results: Vec<Vec<Chosen>>,
     share_ids: &'a mut ShareIdGenerator,
     pub invocations: u64,
+    /// Most `allocate_one` invocations allowed (see `FeatureGates::search_budget`).
+    pub budget: Option<u64>,
 }
 
 fn pool_of(pools: &[Pool], dev: DevRef) -> (&Pool, &DeviceEntry) {
@@ -126,6 +130,7 @@ impl<'a, 'c> Search<'a, 'c> {
             running_groups: vec![None; n_pools],
             share_ids,
             invocations: 0,
+            budget: None,
         }
     }
 
@@ -192,6 +197,9 @@ impl<'a, 'c> Search<'a, 'c> {
         start: (usize, usize, usize),
     ) -> Result<bool, Stop> {
         self.invocations += 1;
+        if self.budget.is_some_and(|b| self.invocations > b) {
+            return Err(Stop::Timeout);
+        }
         if r.claim >= self.claims.len() {
             return Ok(true);
         }

@@ -51,6 +51,13 @@ pub(crate) struct Clause {
     pub(crate) selector: Selector,
 }
 
+impl Clause {
+    /// Whether a pod of `namespace` with `labels` matches the clause.
+    pub(crate) fn matches(&self, namespace: &str, labels: Option<&Labels>) -> bool {
+        self.namespaces.contains(namespace) && self.selector.matches(labels)
+    }
+}
+
 /// A question about existing pods: do they match all clauses? An empty clause
 /// list matches nothing (upstream's `podMatchesAllAffinityTerms` and the
 /// spread plugin's empty-selector rule).
@@ -66,9 +73,9 @@ impl PodMatcher {
         if self.clauses.is_empty() || (self.skip_terminating && pod.terminating) {
             return false;
         }
-        self.clauses.iter().all(|c| {
-            c.namespaces.contains(&pod.namespace) && c.selector.matches(pod.labels.as_ref())
-        })
+        self.clauses
+            .iter()
+            .all(|c| c.matches(&pod.namespace, pod.labels.as_ref()))
     }
 }
 

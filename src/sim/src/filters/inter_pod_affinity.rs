@@ -23,6 +23,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm};
 use super::index::{AntiTerm, Clause, Index, NodeRecord, PodMatcher, PodRecord};
 use super::labels::NamespaceRegistry;
 use super::topology::{Domain, DomainCounts, TopologyColumn};
+use crate::pods::{required_pod_affinity, required_pod_anti_affinity};
 use crate::selectors::{Labels, Op, Selector, SelectorParseError};
 
 /// Upstream plugin name.
@@ -97,30 +98,6 @@ fn parse_terms(pod: &Pod, terms: &[PodAffinityTerm]) -> Result<Vec<Term>, Select
         .collect()
 }
 
-fn required_affinity(pod: &Pod) -> &[PodAffinityTerm] {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.pod_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or_default()
-}
-
-fn required_anti_affinity(pod: &Pod) -> &[PodAffinityTerm] {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or_default()
-}
-
 /// Parses the preferred terms only to surface errors, as `NewPodInfo` does.
 fn check_preferred(pod: &Pod) -> Result<(), String> {
     let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
@@ -157,7 +134,7 @@ fn check_preferred(pod: &Pod) -> Result<(), String> {
 /// A pod whose terms do not parse imposes none, as the scheduler cache keeps
 /// no terms for it.
 pub(crate) fn placed_anti_terms(pod: &Pod) -> Vec<AntiTerm> {
-    parse_terms(pod, required_anti_affinity(pod))
+    parse_terms(pod, required_pod_anti_affinity(pod))
         .map(|terms| {
             terms
                 .into_iter()
@@ -212,6 +189,36 @@ fn clause(term: &Term, registry: &NamespaceRegistry, own_namespace: &str) -> Cla
     }
 }
 
+/// Whether every pod of `others` is one `pod`'s required affinity counts: it
+/// matches all of `pod`'s required affinity terms (upstream counts a pod for
+/// a term only when it matches every term, `podMatchesAllAffinityTerms`).
+/// `false` when `pod` has no required affinity term or one does not parse.
+pub(crate) fn affinity_counts_all<'a>(
+    pod: &Pod,
+    others: impl IntoIterator<Item = &'a Pod>,
+    registry: &NamespaceRegistry,
+) -> bool {
+    let Ok(terms) = parse_terms(pod, required_pod_affinity(pod)) else {
+        return false;
+    };
+    if terms.is_empty() {
+        return false;
+    }
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let clauses: Vec<Clause> = terms
+        .iter()
+        .map(|t| clause(t, registry, namespace))
+        .collect();
+    // As `PodMatcher::matches`, on borrowed labels: a gang asks this for
+    // every pair of its members.
+    others.into_iter().all(|other| {
+        let other_namespace = other.metadata.namespace.as_deref().unwrap_or("default");
+        clauses
+            .iter()
+            .all(|c| c.matches(other_namespace, other.metadata.labels.as_ref()))
+    })
+}
+
 /// The PreFilter.
 ///
 /// # Errors
@@ -223,9 +230,9 @@ pub(crate) fn prepare(
     nodes: &[NodeRecord],
     pods: &[PodRecord],
 ) -> Result<PreparedAffinity, String> {
-    let affinity_terms = parse_terms(pod, required_affinity(pod))
+    let affinity_terms = parse_terms(pod, required_pod_affinity(pod))
         .map_err(|e| format!("parsing pod: requiredAffinityTerms: {e}"))?;
-    let anti_terms = parse_terms(pod, required_anti_affinity(pod))
+    let anti_terms = parse_terms(pod, required_pod_anti_affinity(pod))
         .map_err(|e| format!("parsing pod: requiredAntiAffinityTerms: {e}"))?;
     check_preferred(pod)?;
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");

@@ -41,6 +41,7 @@ mod requests;
 mod rollback;
 mod taint_toleration;
 mod topology;
+mod unbind;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
@@ -52,6 +53,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 pub use crate::selectors::SelectorParseError;
 pub use capacity::Allocatable;
 pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
+pub use unbind::TakenOff;
 
 use crate::gates::FeatureGates;
 use crate::objects::ObjectRef;
@@ -399,6 +401,17 @@ impl FilterState {
     #[must_use]
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Whether every pod of `others` matches all of `pod`'s required pod
+    /// affinity terms, namespaces resolved as InterPodAffinity resolves them:
+    /// the pods that term counts. `false` when `pod` has no such term.
+    pub fn required_affinity_counts_all<'a>(
+        &self,
+        pod: &Pod,
+        others: impl IntoIterator<Item = &'a Pod>,
+    ) -> bool {
+        inter_pod_affinity::affinity_counts_all(pod, others, &self.namespaces)
     }
 
     /// The index of a node by name.

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
+use crate::pods::required_node_affinity;
 use crate::selectors::ParsedNodeSelector;
 
 /// Upstream plugin name.
@@ -36,15 +37,7 @@ impl RequiredNodeAffinity {
     pub(crate) fn of(pod: &Pod) -> Option<Self> {
         let spec = pod.spec.as_ref()?;
         let node_selector = spec.node_selector.clone().unwrap_or_default();
-        let terms = spec
-            .affinity
-            .as_ref()
-            .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|n| {
-                n.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .map(ParsedNodeSelector::parse_lazy);
+        let terms = required_node_affinity(pod).map(ParsedNodeSelector::parse_lazy);
         if node_selector.is_empty() && terms.is_none() {
             return None;
         }
@@ -73,16 +66,7 @@ impl RequiredNodeAffinity {
 /// The NodeAffinity PreFilter's node-name restriction: `Ok(None)` means all
 /// nodes; `Err` is the conflict upstream reports as unschedulable everywhere.
 pub(crate) fn prefilter_node_names(pod: &Pod) -> Result<Option<HashSet<String>>, &'static str> {
-    let terms = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|s| s.node_selector_terms.as_slice());
+    let terms = required_node_affinity(pod).map(|s| s.node_selector_terms.as_slice());
     let Some(terms) = terms else {
         return Ok(None);
     };

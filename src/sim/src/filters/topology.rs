@@ -166,13 +166,7 @@ impl DomainCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
-            .collect()
-    }
+    use crate::selectors::requirement::labels;
 
     #[test]
     fn nodes_share_domains_by_value() {

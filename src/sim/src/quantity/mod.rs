@@ -20,7 +20,7 @@
 //! included, is exact. Larger decimal quantities (which upstream keeps in a
 //! big decimal) are refused with [`ErrorKind::OutOfRange`]. CEL's quantity
 //! library, which must also order and add such values, keeps its own value
-//! type over the same scanner and the exact [`decimal`] arithmetic.
+//! type over the same scanner and the exact decimal arithmetic (`decimal.rs`).
 
 mod amount;
 pub(crate) mod decimal;

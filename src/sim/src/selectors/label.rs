@@ -111,14 +111,8 @@ impl Selector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::selectors::requirement::labels;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
-            .collect()
-    }
 
     #[test]
     fn nil_matches_nothing_and_empty_matches_everything() {

@@ -163,19 +163,21 @@ impl Requirement {
     }
 }
 
+/// A label set from pairs, for tests.
+#[cfg(test)]
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn strings(values: &[&str]) -> Vec<String> {
         values.iter().map(|v| (*v).to_string()).collect()
-    }
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
-            .collect()
     }
 
     #[test]

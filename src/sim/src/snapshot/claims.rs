@@ -104,7 +104,7 @@ impl Snapshot {
 
     /// An existing claim generated for this pod entry: owned by the pod (by
     /// uid when the pod has one) and annotated with the entry's name.
-    fn generated_claim(
+    pub(super) fn generated_claim(
         &self,
         pod: &ObjectKey,
         pod_uid: Option<&str>,

@@ -13,6 +13,7 @@ mod bind;
 mod check;
 mod claims;
 mod scan;
+mod unbind;
 mod undo;
 
 use std::collections::{BTreeMap, HashMap};
@@ -27,6 +28,7 @@ use crate::dra::{AllocatedState, DraCatalog, ShareIdGenerator};
 use crate::filters::{FilterState, PreparedPod};
 use crate::gates::FeatureGates;
 use crate::objects::{ClusterObjects, ObjectRef};
+use crate::pods::required_pod_anti_affinity;
 pub use crate::pods::{is_pending, priority};
 use crate::selectors::ParsedNodeSelector;
 
@@ -116,17 +118,9 @@ impl Snapshot {
             pod_workload_refs: _,
         } = objects;
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let labels_matter = pods.iter().any(|p| {
-            p.spec
-                .as_ref()
-                .and_then(|s| s.affinity.as_ref())
-                .and_then(|a| a.pod_anti_affinity.as_ref())
-                .and_then(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                })
-                .is_some_and(|terms| !terms.is_empty())
-        });
+        let labels_matter = pods
+            .iter()
+            .any(|p| !required_pod_anti_affinity(p).is_empty());
         let mut filters = FilterState::new(&nodes, &pods, &namespaces);
         filters.set_device_classes(&device_classes, &gates);
         let node_index = nodes
@@ -285,6 +279,18 @@ impl Snapshot {
     #[must_use]
     pub fn pods(&self) -> &[Pod] {
         &self.pods
+    }
+
+    /// Whether every pod of `others` (indices) matches all required pod
+    /// affinity terms of pod `pod_index`, so that once one of them is placed
+    /// the others can only go where it went, domain by domain of the terms'
+    /// keys. `false` when the pod has no required affinity term.
+    #[must_use]
+    pub fn required_affinity_counts_all(&self, pod_index: usize, others: &[usize]) -> bool {
+        self.filters.required_affinity_counts_all(
+            &self.pods[pod_index],
+            others.iter().map(|&i| &self.pods[i]),
+        )
     }
 
     /// A namespace by name.

@@ -26,6 +26,7 @@ pub(super) enum Undo {
         claims: Vec<(ObjectKey, Option<ResourceClaimStatus>)>,
         allocations: Vec<AllocationResult>,
     },
+    PodUnbound(Box<super::unbind::Unbound>),
 }
 
 impl Snapshot {
@@ -85,6 +86,7 @@ impl Snapshot {
                         self.node_index.remove(&name);
                     }
                 }
+                Undo::PodUnbound(unbound) => self.undo_unbind(*unbound),
                 Undo::PodBound {
                     pod_index,
                     previous_node,

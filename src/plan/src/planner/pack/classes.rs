@@ -78,15 +78,7 @@ fn keys_that_matter<'a>(pods: impl Iterator<Item = &'a Pod>) -> BTreeSet<String>
 
 /// Whether the pod has a required pod anti-affinity term.
 pub(super) fn has_required_anti_affinity(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .is_some_and(|terms| !terms.is_empty())
+    !dra_sim::pods::required_pod_anti_affinity(pod).is_empty()
 }
 
 /// Node label keys the DRA allocator reads: the node selectors of claims

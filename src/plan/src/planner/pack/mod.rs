@@ -18,11 +18,9 @@
 //! nodes instead of probing every group for every node.
 //!
 //! Topology spread is planned against the domains new nodes *could* add: an
-//! empty "phantom" node per class, never bound to, keeps each class's zone
-//! (or any other key) and a fresh hostname in the spread's minimum. The
-//! minimum the scheduler later sees on the real nodes can only be higher, so
-//! every placement stays within `maxSkew` whichever of the planned nodes
-//! exist first.
+//! empty phantom node per class with room (see [`super::domains`]), never
+//! bound to, keeps each class's zone (or any other key) and a fresh hostname
+//! in the spread's minimum, as gang members see them too.
 
 use std::collections::BTreeMap;
 
@@ -203,17 +201,7 @@ impl Planner<'_> {
         let mut phantoms = Vec::with_capacity(sizing.fill.len());
         for fill in &sizing.fill {
             // A class with no room left keeps no phantom: it adds no domain.
-            let Some(g) = *fill else {
-                phantoms.push(None);
-                continue;
-            };
-            let group = &self.groups[g];
-            // `_` cannot appear in a Node's name (a DNS subdomain), so this
-            // never shadows a real node.
-            let (node, _) = template_node(group, &format!("{}_phantom", group.name));
-            let index = self.snapshot.add_node(node, Vec::new());
-            self.add_daemon_pods(index);
-            phantoms.push(Some(index));
+            phantoms.push(fill.map(|g| self.add_phantom_node(g)));
         }
         let first_open = self.snapshot.nodes().len();
         // Pods of one signature ask the same: parse each signature once.

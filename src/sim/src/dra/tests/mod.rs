@@ -15,3 +15,4 @@ mod upstream_partitionable;
 mod upstream_pools;
 mod upstream_prioritized;
 mod upstream_taints_binding;
+mod variants;

@@ -1,0 +1,144 @@
+//! Regression tests for issue 18: wrong answers, unbounded recursion and
+//! unbounded messages, each checked against what cel-go and the API server do.
+
+use super::compiler::CEL_SELECTOR_EXPRESSION_MAX_LENGTH;
+use super::*;
+use crate::gates::FeatureGates;
+use k8s_openapi::api::resource::v1::Device;
+
+fn evaluate(expression: &str) -> Result<bool, CelError> {
+    let gates = FeatureGates::default();
+    let device = CelDevice::new("gpu.example.com", &Device::default(), &gates);
+    SelectorCompiler::new(&gates)
+        .compile(expression)?
+        .matches(&device)
+}
+
+#[test]
+fn even_runs_of_unary_operators_cancel_as_in_cel_go() {
+    // cel-go's parser returns the operand of an even run unchanged.
+    assert_eq!(evaluate("!!true"), Ok(true));
+    assert_eq!(evaluate("!!!!false"), Ok(false));
+    assert_eq!(evaluate("!!!true"), Ok(false));
+    assert_eq!(evaluate("--1 > 0"), Ok(true));
+    assert_eq!(evaluate("---1 < 0"), Ok(true));
+    assert_eq!(evaluate("1 - -1 == 2"), Ok(true));
+    assert_eq!(evaluate("- -1 == 1"), Ok(true));
+    // Strings are not operators.
+    assert_eq!(evaluate("'!!' == '!' + '!'"), Ok(true));
+}
+
+#[test]
+fn integer_overflow_is_an_error_in_every_build() {
+    for expression in [
+        "-(-9223372036854775808) < 0",
+        "-(-9223372036854775807 - 1) < 0",
+        "9223372036854775807 + 1 > 0",
+        "-9223372036854775808 - 1 < 0",
+        "-9223372036854775808 / -1 < 0",
+        "-9223372036854775808 % -1 == 0",
+        "9223372036854775807 * 2 > 0",
+        "18446744073709551615u + 1u > 0u",
+        "0u - 1u > 0u",
+        "int(9223372036854775807.0) > 0",
+        "int(-9223372036854775808.0) < 0",
+        "uint(-1) > 0u",
+        "uint(-0.5) == 0u",
+        "int(0.0 / 0.0) == 0",
+    ] {
+        let err = evaluate(expression).expect_err(expression);
+        assert_eq!(err.kind, CelErrorKind::Runtime, "{expression}: {err}");
+    }
+    assert_eq!(evaluate("-(-9223372036854775807) > 0"), Ok(true));
+    assert_eq!(evaluate("-9223372036854775808 < 0"), Ok(true));
+    assert_eq!(
+        evaluate("-(-9223372036854775808) < 0").unwrap_err().message,
+        "integer overflow"
+    );
+}
+
+#[test]
+fn size_counts_code_points() {
+    assert_eq!(evaluate("size('πέντε') == 5"), Ok(true));
+    assert_eq!(evaluate("'ÿ'.size() == 1"), Ok(true));
+    assert_eq!(evaluate("size(b'\\xff\\x00') == 2"), Ok(true));
+}
+
+#[test]
+fn selectors_longer_than_the_api_limit_are_refused_as_the_api_server_does() {
+    let pad = |len: usize| format!("'{}' != ''", "x".repeat(len - 8));
+    let at_limit = pad(CEL_SELECTOR_EXPRESSION_MAX_LENGTH);
+    assert_eq!(at_limit.len(), CEL_SELECTOR_EXPRESSION_MAX_LENGTH);
+    assert_eq!(evaluate(&at_limit), Ok(true));
+    let over = pad(CEL_SELECTOR_EXPRESSION_MAX_LENGTH + 1);
+    let err = evaluate(&over).unwrap_err();
+    assert_eq!(err.kind, CelErrorKind::Compile);
+    assert_eq!(err.message, "Too long: must have at most 10240 bytes");
+}
+
+#[test]
+fn recursion_limits_are_cel_go_s_and_no_literal_hides_operators() {
+    let limit = "compilation failed: ERROR: <input>:-1:0: expression recursion limit exceeded: 250";
+    for expression in [
+        format!(r#"r"\" != "" && device{} == """#, ".driver".repeat(1400)),
+        format!(r#"r"\" != "" && {}1 > 0"#, "1 + ".repeat(2400)),
+        format!(r#"'\'' != "" && {}1{}"#, "[".repeat(300), "]".repeat(300)),
+        format!("{}true", "false ? false : ".repeat(250)),
+        format!("{}true{}", "(".repeat(250), ")".repeat(250)),
+    ] {
+        let err = evaluate(&expression).unwrap_err();
+        assert_eq!(err.message, limit, "{}", &expression[..40]);
+    }
+    // Just inside the limits, the same shapes compile and evaluate.
+    assert_eq!(evaluate(&format!("{}1 > 0", "1 + ".repeat(200))), Ok(true));
+    assert_eq!(
+        evaluate(&format!("{}true", "false ? false : ".repeat(240))),
+        Ok(true)
+    );
+}
+
+#[test]
+fn error_messages_are_bounded() {
+    // The shape that printed one error per bracket, each with the whole
+    // expression: 499 MB of output before.
+    let brackets = format!("{} && true", "[".repeat(5000));
+    let err = evaluate(&brackets).unwrap_err();
+    assert!(
+        err.to_string().len() < 1000,
+        "{} bytes",
+        err.to_string().len()
+    );
+    // A small expression with many syntax errors lists a few of them.
+    let broken = "[1 2] && [3 4] && [5 6] && [7 8] && [9 0] && [1 2] && [3 4]";
+    let err = evaluate(broken).unwrap_err();
+    assert!(err.message.len() <= MAX_MESSAGE_BYTES);
+    assert!(
+        err.message.matches("ERROR:").count() <= 5,
+        "{}",
+        err.message
+    );
+    // The expression is shown cut, with its length.
+    let long = format!("device.driver == '{}' && ", "y".repeat(5000)) + "nosuchvar";
+    let shown = evaluate(&long).unwrap_err().to_string();
+    assert!(
+        shown.len() < MAX_EXPRESSION_SHOWN + MAX_MESSAGE_BYTES,
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("({} bytes in all)", long.len())),
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_expression_of_control_characters_prints_a_bounded_error() {
+    // Found by the `cel` fuzz target: a bytes literal followed by control characters. The
+    // expression is shown escaped, six bytes for each `\u{4}`, so its shown part is longer
+    // than its 200 source bytes; the whole text stays under the documented bound.
+    let input = include_bytes!("fuzz-cel-escaped-bytes-literal.txt");
+    let expression = String::from_utf8_lossy(input);
+    let err = evaluate(&expression).unwrap_err();
+    let text = err.to_string();
+    assert!(text.len() <= MAX_ERROR_TEXT_BYTES, "{} bytes", text.len());
+    assert!(err.message.len() <= MAX_MESSAGE_BYTES + 40);
+}
