@@ -99,6 +99,13 @@ const WATCHED: &[(&str, &str)] = &[
     ("scheduling.x-k8s.io", "podgroups"),
     ("scheduling.sigs.k8s.io", "podgroups"),
     ("scheduling.volcano.sh", "podgroups"),
+    ("autoscaling.x-k8s.io", "provisioningrequests"),
+    ("autoscaling.x-k8s.io", "capacitybuffers"),
+    ("", "podtemplates"),
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
 ];
 
 fn allows(rules: &[PolicyRule], group: &str, resource: &str, verb: &str) -> bool {
@@ -281,6 +288,13 @@ fn check(values: &str, text: &str) -> Rendered {
             "update"
         ));
         assert!(allows(rules, "events.k8s.io", "events", "create"));
+        for status in ["provisioningrequests/status", "capacitybuffers/status"] {
+            assert!(allows(rules, "autoscaling.x-k8s.io", status, "patch"));
+        }
+        assert!(
+            !allows(rules, "", "pods/status", "patch"),
+            "status.nominatedNodeName is the scheduler's (KEP-5278)"
+        );
         // Scale-down: taint nodes, evict pods; nothing more on either.
         assert!(allows(rules, "", "nodes", "patch"));
         assert!(allows(rules, "", "pods/eviction", "create"));
@@ -480,5 +494,5 @@ fn chart_lints_and_renders_every_value_set() {
         }
         seen.insert(values);
     }
-    assert_eq!(seen.len(), 6);
+    assert_eq!(seen.len(), 7);
 }

@@ -15,13 +15,18 @@
 //! - a request with `Provisioned=True` and neither `Failed` nor
 //!   `BookingExpired` true has its capacity booked: its pods are placed on
 //!   existing capacity before anything else is planned (upstream's
-//!   `bookCapacity`), less the pods that already consume it (annotation
-//!   `autoscaling.x-k8s.io/consume-provisioning-request`, or the deprecated
-//!   `cluster-autoscaler.kubernetes.io/…`); the booking ends 10 minutes
+//!   `bookCapacity`), less the pods consuming it that are already scheduled
+//!   (annotation `autoscaling.x-k8s.io/consume-provisioning-request`, or the
+//!   deprecated `cluster-autoscaler.kubernetes.io/…`); a pending pod with the
+//!   annotation never triggers a scale-up (upstream's
+//!   `ProvisioningRequestPodsFilter`): it waits for the booked room. The
+//!   booking ends 10 minutes
 //!   after `Provisioned` turned true (`BookingExpired`,
-//!   `CapacityReservationTimeExpired`).
-//! - a check-capacity request not provisioned within 7 days of its creation
-//!   fails (`Failed`, `Expired`); one with parameter `noRetry: "true"` fails
+//!   `CapacityReservationTimeExpired`), or once as many consuming pods are
+//!   scheduled as the request asked for (`BookingExpired`,
+//!   `CapacityBookingConsumed`).
+//! - a request not provisioned within 7 days of its creation fails
+//!   (`Failed`, `Expired`); one with parameter `noRetry: "true"` fails
 //!   at once when the capacity is not there (`Failed`, `CapacityIsNotFound`).
 //! - pods that cannot be made from the templates fail the request
 //!   (`Failed`, `FailedToCreatePods`); other classes are not ours.
@@ -83,6 +88,8 @@ pub mod reason {
     pub const FAILED_TO_CREATE_PODS: &str = "FailedToCreatePods";
     /// `BookingExpired=True`.
     pub const CAPACITY_RESERVATION_TIME_EXPIRED: &str = "CapacityReservationTimeExpired";
+    /// `BookingExpired=True`: every pod of the request is scheduled.
+    pub const CAPACITY_BOOKING_CONSUMED: &str = "CapacityBookingConsumed";
     /// `Failed=True`: a check-capacity request was never provisioned.
     pub const EXPIRED: &str = "Expired";
 }
@@ -95,6 +102,9 @@ pub(crate) enum Stage {
     /// Provisioned: its capacity is booked (`since`: when `Provisioned`
     /// turned true).
     Booked { since: Option<Timestamp> },
+    /// Provisioned, and as many pods consuming it are scheduled as it asked
+    /// for: the booking is used up.
+    Consumed,
     /// `Failed` or `BookingExpired` already true: nothing to do.
     Finished(&'static str),
     /// A class that is not ours.
@@ -190,6 +200,10 @@ pub struct ProvisioningRequestReport {
     /// Pods whose capacity is held by the booking (outcome `booked`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub booked: usize,
+    /// The nodes the booking holds room on, by name, each once (scale-down
+    /// keeps them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub booked_nodes: Vec<String>,
     /// The stand-in pods planned or booked, `namespace/name`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pods: Vec<ObjectRef>,
@@ -216,8 +230,20 @@ fn timestamp(v: Option<&Value>) -> Option<Timestamp> {
     v.and_then(Value::as_str).and_then(|s| s.parse().ok())
 }
 
-/// How many live pods in `namespace` consume the request `name`.
-fn consumers(pods: &[Pod], namespace: &str, name: &str) -> usize {
+/// The request a pod consumes (the consume annotation, or its deprecated
+/// name), in the pod's namespace.
+#[must_use]
+pub fn consumed_request(pod: &Pod) -> Option<&str> {
+    let annotations = pod.metadata.annotations.as_ref()?;
+    annotations
+        .get(CONSUME_ANNOTATION)
+        .or_else(|| annotations.get(DEPRECATED_CONSUME_ANNOTATION))
+        .map(String::as_str)
+}
+
+/// How many live pods in `namespace` consuming the request `name` are
+/// scheduled (bound to a node).
+fn scheduled_consumers(pods: &[Pod], namespace: &str, name: &str) -> usize {
     pods.iter()
         .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == namespace)
         .filter(|p| {
@@ -226,12 +252,12 @@ fn consumers(pods: &[Pod], namespace: &str, name: &str) -> usize {
                 .and_then(|s| s.phase.as_deref())
                 .is_some_and(|ph| ph == "Succeeded" || ph == "Failed")
         })
+        .filter(|p| consumed_request(p) == Some(name))
         .filter(|p| {
-            p.metadata.annotations.as_ref().is_some_and(|a| {
-                a.get(CONSUME_ANNOTATION)
-                    .or_else(|| a.get(DEPRECATED_CONSUME_ANNOTATION))
-                    .is_some_and(|v| v == name)
-            })
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty())
         })
         .count()
 }
@@ -332,10 +358,19 @@ pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod]) -> Vec<Request>
             Ok(mut made) => {
                 request.total = made.len();
                 if let Some(provisioned) = is_true(conditions, condition::PROVISIONED) {
-                    let consumed = consumers(pods, &name.namespace, &name.name);
-                    made.truncate(made.len().saturating_sub(consumed));
-                    request.stage = Stage::Booked {
-                        since: timestamp(provisioned.get("lastTransitionTime")),
+                    // Scheduled consumers hold their own room; pending ones
+                    // are never planned (see `consumed_request`), so their
+                    // room stays booked.
+                    let scheduled = scheduled_consumers(pods, &name.namespace, &name.name);
+                    made.truncate(made.len().saturating_sub(scheduled));
+                    // As upstream's bookCapacity: every pod scheduled ends
+                    // the booking.
+                    request.stage = if scheduled >= request.total {
+                        Stage::Consumed
+                    } else {
+                        Stage::Booked {
+                            since: timestamp(provisioned.get("lastTransitionTime")),
+                        }
                     };
                 }
                 request.pods = made;
@@ -362,6 +397,7 @@ pub(crate) struct Planned<'a> {
     pub(crate) new_nodes: bool,
     pub(crate) reasons: &'a [String],
     pub(crate) booked: usize,
+    pub(crate) booked_nodes: Vec<String>,
     pub(crate) expired: bool,
     pub(crate) now: Option<Timestamp>,
 }
@@ -374,6 +410,7 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
         outcome: RequestOutcome::NotHandled,
         pod_count: request.total,
         booked: 0,
+        booked_nodes: Vec::new(),
         pods: request
             .pods
             .iter()
@@ -401,6 +438,15 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
             ));
             out.reasons.push(e.clone());
         }
+        Stage::Consumed => {
+            out.outcome = RequestOutcome::BookingExpired;
+            out.condition = Some(Condition::new(
+                condition::BOOKING_EXPIRED,
+                true,
+                reason::CAPACITY_BOOKING_CONSUMED,
+                "Capacity booking is consumed: every pod of the request is scheduled",
+            ));
+        }
         Stage::Booked { .. } if planned.expired => {
             out.outcome = RequestOutcome::BookingExpired;
             out.condition = Some(Condition::new(
@@ -413,6 +459,7 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
         Stage::Booked { .. } => {
             out.outcome = RequestOutcome::Booked;
             out.booked = planned.booked;
+            out.booked_nodes.clone_from(&planned.booked_nodes);
             if planned.booked < request.pods.len() {
                 out.reasons.push(format!(
                     "{} of the {} booked pods found no room on existing capacity",
@@ -440,14 +487,23 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
             });
         }
         Stage::Plan => {
-            let expired = request.check_capacity()
-                && match (request.created, planned.now) {
-                    (Some(created), Some(now)) => created
-                        .checked_add(EXPIRATION_TIME)
-                        .is_ok_and(|end| end < now),
-                    _ => false,
-                };
+            // Upstream's refresh fails any request of a class it serves that
+            // is still unprovisioned 7 days after its creation.
+            let expired = match (request.created, planned.now) {
+                (Some(created), Some(now)) => created
+                    .checked_add(EXPIRATION_TIME)
+                    .is_ok_and(|end| end < now),
+                _ => false,
+            };
             out.reasons = planned.reasons.to_vec();
+            // Upstream's message, then why (the planner's first reasons).
+            let why = |message: &str| match planned.reasons {
+                [] => message.to_string(),
+                reasons => format!(
+                    "{message} Why: {}",
+                    reasons.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+                ),
+            };
             if expired {
                 out.outcome = RequestOutcome::Expired;
                 out.condition = Some(Condition::new(
@@ -462,7 +518,7 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
                     condition::FAILED,
                     true,
                     reason::CAPACITY_IS_NOT_FOUND,
-                    "Capacity is not found in the cluster; the request asks not to be retried (noRetry)",
+                    why("Capacity is not found in the cluster; the request asks not to be retried (noRetry)."),
                 ));
             } else {
                 out.outcome = RequestOutcome::CapacityNotFound;
@@ -470,11 +526,11 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
                     condition::PROVISIONED,
                     false,
                     reason::CAPACITY_IS_NOT_FOUND,
-                    if request.check_capacity() {
-                        "Capacity is not found in the cluster; check-capacity never adds nodes"
+                    why(if request.check_capacity() {
+                        "Capacity is not found in the cluster; check-capacity never adds nodes."
                     } else {
                         "Capacity is not found, CA will try to find it later."
-                    },
+                    }),
                 ));
             }
         }

@@ -201,6 +201,82 @@ fn booking_lasts_ten_minutes_after_provisioned() {
 }
 
 #[test]
+fn any_served_request_expires_after_seven_days_unprovisioned() {
+    // Upstream's refresh fails every supported class, not only check-capacity.
+    let r = request(ATOMIC, 9, "", Some("2026-12-08T00:00:01Z"));
+    assert_eq!(r.outcome, RequestOutcome::Expired);
+    let c = r.condition.expect("condition");
+    assert_eq!((c.type_.as_str(), c.reason.as_str()), ("Failed", "Expired"));
+}
+
+#[test]
+fn a_request_that_does_not_fit_says_why_in_its_condition() {
+    let r = request(ATOMIC, 9, "", None);
+    let c = r.condition.expect("condition");
+    assert!(
+        c.message
+            .starts_with("Capacity is not found, CA will try to find it later."),
+        "{}",
+        c.message
+    );
+    assert!(c.message.contains("Why: "), "{}", c.message);
+    let first = r.reasons.first().expect("a reason");
+    assert!(
+        c.message.contains(first.as_str()),
+        "{} lacks {first}",
+        c.message
+    );
+}
+
+/// A pod consuming request `r`, bound to node-a when `bound`.
+fn consumer(name: &str, bound: bool) -> String {
+    let node = if bound { "  nodeName: node-a\n" } else { "" };
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: ml\n  annotations: {{autoscaling.x-k8s.io/consume-provisioning-request: r}}\nspec:\n{node}  containers:\n  - {{name: c, image: x, resources: {{requests: {{cpu: '1'}}}}}}\n"
+    )
+}
+
+#[test]
+fn the_booking_ends_once_every_pod_is_scheduled() {
+    // As upstream's bookCapacity: scheduled consumers >= the pods asked for
+    // set BookingExpired (CapacityBookingConsumed); fewer keep the rest booked.
+    let booked = format!("{PROVISIONED_AT_10}{}", consumer("w-0", true));
+    let r = request(CHECK, 2, &booked, Some("2026-12-01T10:05:00Z"));
+    assert_eq!((r.outcome, r.booked), (RequestOutcome::Booked, 1));
+    assert_eq!(r.booked_nodes, ["node-a"]);
+    // A pending consumer waits for the booked room: it is booked for, and
+    // never planned (no scale-up for it).
+    let pending_too = format!("{booked}{}", consumer("w-1", false));
+    let report = run(
+        &format!(
+            "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml}}\nspec:\n  provisioningClassName: {CHECK}\n  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: 2\n{pending_too}"
+        ),
+        Some("2026-12-01T10:05:00Z"),
+    );
+    let r = &report.provisioning_requests[0];
+    assert_eq!((r.outcome, r.booked), (RequestOutcome::Booked, 1));
+    assert!(
+        report.scale_ups.is_empty() && report.pod_groups.is_empty(),
+        "{report:?}"
+    );
+    assert_eq!(report.pods.len(), 1, "{report:?}");
+    assert_eq!(report.pods[0].pod, "ml/w-1");
+    assert!(
+        report.pods[0].reasons[0].contains("consumes ProvisioningRequest ml/r"),
+        "{:?}",
+        report.pods[0].reasons
+    );
+    let all = format!("{booked}{}", consumer("w-1", true));
+    let r = request(CHECK, 2, &all, Some("2026-12-01T10:05:00Z"));
+    assert_eq!(r.outcome, RequestOutcome::BookingExpired);
+    let c = r.condition.expect("condition");
+    assert_eq!(
+        (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+        ("BookingExpired", "True", "CapacityBookingConsumed")
+    );
+}
+
+#[test]
 fn finished_unknown_and_broken_requests() {
     let failed = "status:\n  conditions:\n  - {type: Failed, status: 'True', reason: CapacityIsNotFound, message: m, lastTransitionTime: '2026-12-01T10:00:00Z'}\n";
     assert_eq!(

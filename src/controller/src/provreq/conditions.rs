@@ -1,13 +1,19 @@
 //! A request's next `status.conditions`, as cluster-autoscaler's
 //! `AddOrUpdateCondition` writes them: a request the autoscaler serves is
-//! first `Accepted`; the condition the plan calls for then replaces the one
+//! first `Accepted` (unless its pods cannot be made: then only `Failed`); the
+//! condition the plan calls for then replaces the one
 //! of the same type (or is appended), stamped with the request's generation
 //! and the current time. Other conditions are kept as they are. When nothing
 //! would change, nothing is written, so a `Provisioned=True` keeps the time
 //! it turned true, from which its booking's expiry counts.
 
+use dra_plan::gang::GangRef;
 use dra_plan::provreq::{Condition as PlannedCondition, ProvisioningRequestReport, RequestOutcome};
 use dra_plan::provreq::{condition, reason};
+use dra_plan::report::ScaleUp;
+use std::collections::BTreeMap;
+
+use crate::notices::GroupOutcome;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
@@ -66,7 +72,11 @@ pub fn next_conditions(
     }
     let mut conditions = current.to_vec();
     let mut changed = false;
-    if !conditions.iter().any(|c| c.type_ == condition::ACCEPTED) {
+    // Upstream marks a request whose pods cannot be made Failed without
+    // accepting it.
+    if report.outcome != RequestOutcome::Invalid
+        && !conditions.iter().any(|c| c.type_ == condition::ACCEPTED)
+    {
         let accepted = PlannedCondition {
             type_: condition::ACCEPTED.to_string(),
             status: "True".to_string(),
@@ -79,6 +89,54 @@ pub fn next_conditions(
         changed |= add_or_update(&mut conditions, planned, generation, now);
     }
     changed.then_some(conditions)
+}
+
+/// Upstream's message for `Provisioned=False` (`CapacityIsNotFound`) after a
+/// scale-up that did not happen.
+pub const NOT_FOUND_MESSAGE: &str = "Capacity is not found, CA will try to find it later.";
+
+/// The report as this loop's scale-ups leave it: `Provisioned=True`
+/// (`CapacityIsProvisioned`) only once every group the request's nodes come
+/// from took its scale-up, as cluster-autoscaler sets it after a successful
+/// scale-up; `Provisioned=False` (`CapacityIsNotFound`, retried) when one
+/// failed. `None`: a scale-up for it was not attempted this loop (its intent
+/// lost a race), so nothing is written until the next loop decides.
+#[must_use]
+pub fn settle(
+    report: &ProvisioningRequestReport,
+    scale_ups: &[ScaleUp],
+    outcomes: &BTreeMap<String, GroupOutcome>,
+) -> Option<ProvisioningRequestReport> {
+    let provisioning = report
+        .condition
+        .as_ref()
+        .is_some_and(|c| c.reason == reason::CAPACITY_IS_PROVISIONED);
+    if !provisioning {
+        return Some(report.clone());
+    }
+    let gang = GangRef::object(report.provisioning_request.clone());
+    let mut failed = Vec::new();
+    for scale_up in scale_ups.iter().filter(|s| s.pod_groups.contains(&gang)) {
+        match outcomes.get(&scale_up.node_group) {
+            None => return None,
+            Some(GroupOutcome::Failed(why)) => {
+                failed.push(format!("{}: {why}", scale_up.node_group))
+            }
+            Some(GroupOutcome::Started { .. }) => {}
+        }
+    }
+    let mut settled = report.clone();
+    if !failed.is_empty() {
+        settled.outcome = RequestOutcome::CapacityNotFound;
+        settled.condition = Some(PlannedCondition {
+            type_: condition::PROVISIONED.to_string(),
+            status: "False".to_string(),
+            reason: reason::CAPACITY_IS_NOT_FOUND.to_string(),
+            message: format!("{NOT_FOUND_MESSAGE} Scale-up failed: {}", failed.join("; ")),
+        });
+        settled.reasons = failed;
+    }
+    Some(settled)
 }
 
 #[cfg(test)]
@@ -96,6 +154,7 @@ mod tests {
             outcome,
             pod_count: 2,
             booked: 0,
+            booked_nodes: Vec::new(),
             pods: Vec::new(),
             condition: condition.map(|(t, s, r)| PlannedCondition {
                 type_: t.into(),
@@ -200,6 +259,17 @@ mod tests {
         assert_eq!(next.len(), 3);
         assert_eq!(next[1], current[1], "Provisioned keeps its time");
         assert_eq!(next[2].type_, "BookingExpired");
+        let invalid = report(
+            RequestOutcome::Invalid,
+            Some(("Failed", "True", "FailedToCreatePods")),
+        );
+        let next =
+            next_conditions(&[], &invalid, Some(1), at("2026-12-01T10:00:00Z")).expect("written");
+        assert_eq!(
+            next.iter().map(|c| c.type_.as_str()).collect::<Vec<_>>(),
+            ["Failed"],
+            "not accepted"
+        );
         for outcome in [RequestOutcome::NotHandled, RequestOutcome::Finished] {
             assert_eq!(
                 next_conditions(
@@ -211,5 +281,56 @@ mod tests {
                 None
             );
         }
+    }
+
+    fn scale_up(group: &str, request: &str) -> ScaleUp {
+        serde_json::from_value(serde_json::json!({
+            "nodeGroup": group, "count": 1, "minCount": 1, "capacityType": "on-demand",
+            "pricePerHour": 1.0, "podGroups": [request]
+        }))
+        .expect("scale-up")
+    }
+
+    #[test]
+    fn provisioned_only_once_every_scale_up_for_it_started() {
+        let planned = report(
+            RequestOutcome::Provisioned,
+            Some(("Provisioned", "True", "CapacityIsProvisioned")),
+        );
+        let ups = [
+            scale_up("a", "ml/r"),
+            scale_up("b", "ml/r"),
+            scale_up("c", "ml/other"),
+        ];
+        let started = GroupOutcome::Started {
+            from: 0,
+            to: 1,
+            max: 4,
+            capacity_type: dra_api::CapacityType::OnDemand,
+        };
+        let mut outcomes: BTreeMap<String, GroupOutcome> =
+            [("a".to_string(), started.clone())].into();
+        assert_eq!(
+            settle(&planned, &ups, &outcomes),
+            None,
+            "b not attempted yet"
+        );
+        outcomes.insert("b".into(), started);
+        assert_eq!(settle(&planned, &ups, &outcomes), Some(planned.clone()));
+        outcomes.insert("b".into(), GroupOutcome::Failed("quota exceeded".into()));
+        let settled = settle(&planned, &ups, &outcomes).expect("settled");
+        let c = settled.condition.expect("condition");
+        assert_eq!(
+            (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+            ("Provisioned", "False", "CapacityIsNotFound")
+        );
+        assert!(c.message.starts_with(NOT_FOUND_MESSAGE), "{}", c.message);
+        assert!(c.message.contains("b: quota exceeded"), "{}", c.message);
+        // Other outcomes pass through unchanged.
+        let found = report(
+            RequestOutcome::Provisioned,
+            Some(("Provisioned", "True", "CapacityIsFound")),
+        );
+        assert_eq!(settle(&found, &ups, &BTreeMap::new()), Some(found.clone()));
     }
 }

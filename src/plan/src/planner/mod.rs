@@ -110,7 +110,7 @@ pub struct Prepared {
 pub fn prepare(mut objects: ClusterObjects, gates: FeatureGates) -> Prepared {
     let (groups, node_group_errors) = read_groups(&objects.extra, &objects.nodes);
     add_missing_template_slices(&mut objects, &groups);
-    let stand_ins = stand_ins::StandIns::add_pods(&mut objects);
+    let mut stand_ins = stand_ins::StandIns::add_pods(&mut objects);
     let extra = std::mem::take(&mut objects.extra);
     let daemon_pods = daemonsets::daemon_pods(&extra);
     let dra_label_keys = pack::dra_label_keys(&objects);
@@ -120,11 +120,14 @@ pub fn prepare(mut objects: ClusterObjects, gates: FeatureGates) -> Prepared {
     // Stand-in pods follow the input's pods; their gangs are the requests'
     // and buffers', never a gang their template's labels name.
     let first_stand_in = stand_ins.first_pod(snapshot.pods().len());
-    let input_pending: Vec<usize> = pending
+    // Pending pods consuming a ProvisioningRequest never trigger a scale-up
+    // (cluster-autoscaler filters them out): the request booked their room.
+    let (input_pending, consumers): (Vec<usize>, Vec<usize>) = pending
         .iter()
         .copied()
         .filter(|&i| i < first_stand_in)
-        .collect();
+        .partition(|&i| crate::provreq::consumed_request(&snapshot.pods()[i]).is_none());
+    stand_ins.consumers = consumers;
     let mut gangs = detect_gangs(
         &snapshot.pods()[..first_stand_in],
         &input_pending,
@@ -287,6 +290,7 @@ fn run(
             }
         })
         .collect();
+    planner.report_consumers(&stand_ins, &mut report);
     stand_ins.report(&mut report, &booked, options.now);
     (report, planner.snapshot, planner.names)
 }

@@ -30,6 +30,8 @@ pub(super) struct StandIns {
     request_pods: Vec<(usize, Range<usize>)>,
     /// Pod index ranges of buffers (by buffer index).
     buffer_pods: Vec<(usize, Range<usize>)>,
+    /// Pending input pods that consume a request: never planned.
+    pub(super) consumers: Vec<usize>,
 }
 
 impl StandIns {
@@ -116,13 +118,13 @@ impl StandIns {
 
     /// Books the capacity of provisioned requests whose booking has not run
     /// out at `now`: each of their pods on the first node, in name order,
-    /// that takes it. Returns, per request index, the pods booked (`None`:
-    /// the booking has expired).
+    /// that takes it. Returns, per request index, the nodes of the pods
+    /// booked, one per pod (`None`: the booking has expired).
     pub(super) fn book(
         &self,
         planner: &mut Planner<'_>,
         now: Option<Timestamp>,
-    ) -> BTreeMap<usize, Option<usize>> {
+    ) -> BTreeMap<usize, Option<Vec<String>>> {
         let mut booked = BTreeMap::new();
         for (i, request) in self.requests.iter().enumerate() {
             let Stage::Booked { since } = request.stage else {
@@ -132,12 +134,12 @@ impl StandIns {
                 booked.insert(i, None);
                 continue;
             }
-            let count = request
+            let nodes = request
                 .pods
                 .iter()
-                .filter(|pod| planner.book_pod((*pod).clone()))
-                .count();
-            booked.insert(i, Some(count));
+                .filter_map(|pod| planner.book_pod(pod.clone()))
+                .collect();
+            booked.insert(i, Some(nodes));
         }
         booked
     }
@@ -147,7 +149,7 @@ impl StandIns {
     pub(super) fn report(
         &self,
         report: &mut PlanReport,
-        booked: &BTreeMap<usize, Option<usize>>,
+        booked: &BTreeMap<usize, Option<Vec<String>>>,
         now: Option<Timestamp>,
     ) {
         let pods: BTreeMap<&str, &PodReport> =
@@ -169,7 +171,15 @@ impl StandIns {
                 lands: gang_report.is_some_and(|g| g.outcome == GangOutcome::Lands),
                 new_nodes,
                 reasons: gang_report.map_or(&[], |g| g.reasons.as_slice()),
-                booked: booked.get(&i).copied().flatten().unwrap_or(0),
+                booked: booked.get(&i).and_then(Option::as_ref).map_or(0, Vec::len),
+                booked_nodes: booked
+                    .get(&i)
+                    .and_then(Option::as_ref)
+                    .map(|nodes| {
+                        let unique: std::collections::BTreeSet<&String> = nodes.iter().collect();
+                        unique.into_iter().cloned().collect()
+                    })
+                    .unwrap_or_default(),
                 expired: booked.get(&i).is_some_and(Option::is_none),
                 now,
             };
@@ -192,9 +202,25 @@ impl StandIns {
 }
 
 impl Planner<'_> {
-    /// Places a booked pod on the first node that takes it; false (and
-    /// nothing changed) when none does.
-    fn book_pod(&mut self, pod: Pod) -> bool {
+    /// Reports the pending pods consuming a request: they wait for its
+    /// booked room and never trigger a scale-up.
+    pub(super) fn report_consumers(&self, stand_ins: &StandIns, report: &mut PlanReport) {
+        for &pod_index in &stand_ins.consumers {
+            let pod = &self.snapshot.pods()[pod_index];
+            let request = provreq::consumed_request(pod).unwrap_or_default();
+            let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+            report.pods.push(self.unschedulable(
+                pod_index,
+                vec![format!(
+                    "it consumes ProvisioningRequest {namespace}/{request}, which books its room: it never triggers a scale-up"
+                )],
+            ));
+        }
+    }
+
+    /// Places a booked pod on the first node that takes it and returns the
+    /// node's name; `None` (and nothing changed) when none does.
+    fn book_pod(&mut self, pod: Pod) -> Option<String> {
         let before = self.snapshot.checkpoint();
         let pod_index = self.snapshot.add_pod(pod);
         if let Ok(claims) = self.snapshot.resolve_claims(pod_index) {
@@ -205,11 +231,17 @@ impl Planner<'_> {
                     self.snapshot
                         .bind(pod_index, node_index, &claims, allocations);
                     self.snapshot.commit(before);
-                    return true;
+                    return Some(
+                        self.snapshot.nodes()[node_index]
+                            .metadata
+                            .name
+                            .clone()
+                            .unwrap_or_default(),
+                    );
                 }
             }
         }
         self.snapshot.rollback(before);
-        false
+        None
     }
 }
