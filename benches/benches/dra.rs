@@ -15,7 +15,7 @@ use dra_sim::snapshot::Snapshot;
 use dra_sim::{ClusterObjects, FeatureGates};
 
 fn main() {
-    divan::main();
+    dra_benches::on_planner_stack(divan::main);
 }
 
 #[divan::bench]

@@ -14,7 +14,7 @@ use dra_sim::FeatureGates;
 use dra_sim::filters::{FilterState, Plugin};
 
 fn main() {
-    divan::main();
+    dra_benches::on_planner_stack(divan::main);
 }
 
 #[divan::bench(sample_count = 5)]

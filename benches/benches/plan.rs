@@ -23,7 +23,7 @@ use dra_plan::{PlanOptions, PlanReport, plan, prepare};
 use dra_sim::{ClusterObjects, FeatureGates};
 
 fn main() {
-    divan::main();
+    dra_benches::on_planner_stack(divan::main);
 }
 
 fn summary(label: &str, report: &PlanReport) {

@@ -6,7 +6,7 @@ use std::path::Path;
 use dra_sim::{FeatureGates, Loader};
 
 fn main() {
-    divan::main();
+    dra_benches::on_planner_stack(divan::main);
 }
 
 fn case(name: &str) -> String {

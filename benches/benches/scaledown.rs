@@ -10,7 +10,7 @@ use dra_plan::scaledown::{ScaleDownOptions, analyse};
 use dra_sim::{ClusterObjects, FeatureGates};
 
 fn main() {
-    divan::main();
+    dra_benches::on_planner_stack(divan::main);
 }
 
 fn bench(bencher: divan::Bencher, label: &str, objects: &ClusterObjects) {

@@ -2,6 +2,10 @@
 //! `perf record`): `cargo run --release -p dra-benches --example profile_gangs -- 1250 5000 50`.
 
 fn main() {
+    dra_benches::on_planner_stack(run);
+}
+
+fn run() {
     let arg = |i: usize, default: usize| {
         std::env::args()
             .nth(i)

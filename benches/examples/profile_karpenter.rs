@@ -6,6 +6,10 @@
 //! `priority` plans with another expander.
 
 fn main() {
+    dra_benches::on_planner_stack(run);
+}
+
+fn run() {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())

@@ -111,3 +111,66 @@ pub fn init_tracing() {
         .with_writer(std::io::stderr)
         .try_init();
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::Cli;
+
+    #[test]
+    fn simulate_and_run_take_the_shared_flags_alike() {
+        let cli = Cli::command();
+        let flag = |command: &str, id: &str| {
+            let sub = cli
+                .find_subcommand(command)
+                .unwrap_or_else(|| panic!("no {command}"));
+            let arg = sub
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .unwrap_or_else(|| panic!("{command} has no {id}"));
+            (
+                arg.get_long().map(str::to_string),
+                arg.get_env().map(|e| e.to_string_lossy().into_owned()),
+                arg.get_possible_values()
+                    .iter()
+                    .map(|v| v.get_name().to_string())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        for id in [
+            "kubernetes_version",
+            "feature_gates",
+            "dra_filter_timeout",
+            "expander",
+            "min_reservation_left",
+        ] {
+            assert_eq!(flag("simulate", id), flag("run", id), "{id}");
+        }
+        assert_eq!(
+            flag("run", "expander").2,
+            ["least-cost", "priority", "least-waste"]
+        );
+    }
+
+    #[test]
+    fn bad_shared_flag_values_are_refused_before_anything_runs() {
+        for bad in [
+            ["--expander", "cheapest"],
+            ["--feature-gates", "DRAMagic=true"],
+            ["--kubernetes-version", "1.20"],
+            ["--min-reservation-left", "soon"],
+            ["--dra-filter-timeout", "-1s"],
+        ] {
+            let argv = ["dra-autoscaler", "simulate", bad[0], bad[1], "cluster.yaml"];
+            let error = Cli::try_parse_from(argv).expect_err("refused");
+            assert!(
+                matches!(
+                    error.kind(),
+                    clap::error::ErrorKind::InvalidValue | clap::error::ErrorKind::ValueValidation
+                ),
+                "{bad:?}: {error}"
+            );
+        }
+    }
+}

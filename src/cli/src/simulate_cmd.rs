@@ -5,12 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use dra_controller::PlanArgs;
 use dra_plan::gang_apis::GangApisFound;
 use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
 use dra_plan::{PlanOptions, PlanReport};
 use dra_sim::report::Report;
 use dra_sim::{ClusterObjects, FeatureGates, KubeVersion, Loader};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 
 use crate::input;
 
@@ -74,60 +75,19 @@ fn plan_json(
 /// Flags of `simulate`.
 #[derive(Debug, Clone, Args)]
 pub struct SimulateArgs {
-    /// Kubernetes version of the cluster whose scheduler is modelled (1.34 to
-    /// 1.37); sets the feature-gate defaults.
-    #[arg(
-        long,
-        env = "DRA_AUTOSCALER_KUBERNETES_VERSION",
-        default_value = "1.37"
-    )]
-    pub kubernetes_version: String,
-
-    /// The DynamicResources plugin's `filterTimeout`: how long kube-scheduler
-    /// lets one pod's device allocation on one node run (with the
-    /// `DRASchedulerFilterTimeout` gate, on since 1.34) before it reports the
-    /// node as "timed out trying to allocate devices". Simulated as a work
-    /// bound (1,000 search steps per millisecond); `0s` disables it.
-    #[arg(long, env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT", default_value = "10s")]
-    pub dra_filter_timeout: SignedDuration,
-
-    /// Feature gates on top of the version's defaults, as kube-scheduler takes
-    /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`.
-    /// Known gates: DRAAdminAccess, DRAPrioritizedList, DRAPartitionableDevices,
-    /// DRADeviceTaints, DRADeviceTaintRules, DRADeviceBindingConditions,
-    /// DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
-    /// DRAFractionalCapacityRange, DRAListTypeAttributes, DRAExtendedResource,
-    /// DRADeviceCompatibilityGroups, DRAOptionalNodeOperations, GenericWorkload,
-    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout. When
-    /// planning, scheduling.k8s.io Workload/PodGroup objects or pods linked to
-    /// them turn the gang gates on (GenericWorkload, GangScheduling,
-    /// TopologyAwareWorkloadScheduling) unless this flag turns them off.
-    #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
-    pub feature_gates: String,
+    /// The scheduler modelled and the planner's choices (as `run` takes them).
+    #[command(flatten)]
+    pub plan: PlanArgs,
 
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub output: OutputFormat,
-
-    /// How to choose between node groups that can all take a gang, when the
-    /// input has NodeGroups: least-cost, priority or least-waste.
-    #[arg(long, env = "DRA_AUTOSCALER_EXPANDER", default_value = "least-cost")]
-    pub expander: String,
 
     /// The time to plan at, for reservation end times: an RFC 3339 time
     /// (2026-12-01T00:00:00Z), or `none` to ignore end times (output that does
     /// not depend on the clock). Default: the current time.
     #[arg(long, env = "DRA_AUTOSCALER_NOW")]
     pub now: Option<String>,
-
-    /// A reservation that ends sooner than this after `--now` is not used
-    /// (e.g. 1h, 30m, 2h30m).
-    #[arg(
-        long,
-        env = "DRA_AUTOSCALER_MIN_RESERVATION_LEFT",
-        default_value = "1h"
-    )]
-    pub min_reservation_left: String,
 
     /// Snapshot files or directories (.yaml, .yml, .json; `kind: List` and
     /// multi-document YAML are fine).
@@ -136,28 +96,20 @@ pub struct SimulateArgs {
 }
 
 impl SimulateArgs {
-    /// The gates these flags select.
-    ///
-    /// # Errors
-    /// An unsupported version or a malformed/unknown gate.
-    pub fn gates(&self) -> anyhow::Result<FeatureGates> {
-        let mut gates = self.version_gates()?;
-        gates
-            .apply_flag(&self.feature_gates)
-            .context("--feature-gates")?;
-        gates
-            .set_dra_filter_timeout(self.dra_filter_timeout)
-            .context("--dra-filter-timeout")?;
-        Ok(gates)
+    /// `--kubernetes-version`, or the newest release modelled.
+    fn version(&self) -> KubeVersion {
+        self.plan.kubernetes_version.unwrap_or(KubeVersion::NEWEST)
     }
 
-    /// The defaults of `--kubernetes-version`, before `--feature-gates`.
-    fn version_gates(&self) -> anyhow::Result<FeatureGates> {
-        let version: KubeVersion = self
-            .kubernetes_version
-            .parse()
-            .context("--kubernetes-version")?;
-        Ok(FeatureGates::for_version(version))
+    /// The gates these flags select: the version's defaults, then
+    /// `--feature-gates`, with `--dra-filter-timeout`.
+    ///
+    /// # Errors
+    /// A flag value that does not apply (clap checks them when parsed).
+    pub fn gates(&self) -> anyhow::Result<FeatureGates> {
+        self.plan
+            .gates(self.version())
+            .context("--feature-gates, --dra-filter-timeout")
     }
 
     /// The gates to plan `objects` with: the version's defaults, the gang gates
@@ -166,16 +118,17 @@ impl SimulateArgs {
     /// found and used, if any was found.
     ///
     /// # Errors
-    /// An unsupported version or a malformed/unknown gate.
+    /// A flag value that does not apply (clap checks them when parsed).
     pub fn planning_gates(
         &self,
         objects: &ClusterObjects,
     ) -> anyhow::Result<(FeatureGates, Option<String>)> {
         let found =
             GangApisFound::in_objects(&objects.extra, &objects.pods, &objects.pod_workload_refs);
-        let resolved = found
-            .resolve_gates(self.version_gates()?, &self.feature_gates)
-            .context("--feature-gates")?;
+        let resolved = self
+            .plan
+            .planning_gates(self.version(), &found)
+            .context("--feature-gates, --dra-filter-timeout")?;
         Ok((resolved.gates, resolved.summary))
     }
 
@@ -183,13 +136,8 @@ impl SimulateArgs {
     /// says otherwise.
     ///
     /// # Errors
-    /// An unknown expander, a bad time or duration.
+    /// A `--now` that is neither an RFC 3339 time nor `none`.
     pub fn plan_options(&self, clock: Timestamp) -> anyhow::Result<PlanOptions> {
-        let expander = self
-            .expander
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!(e))
-            .context("--expander")?;
         let now = match self.now.as_deref().map(str::trim) {
             None => Some(clock),
             Some("none") => None,
@@ -197,15 +145,7 @@ impl SimulateArgs {
                 "--now: expected an RFC 3339 time such as 2026-12-01T00:00:00Z, or none",
             )?),
         };
-        let min_reservation_left: SignedDuration = self
-            .min_reservation_left
-            .parse()
-            .context("--min-reservation-left: expected a duration such as 1h or 30m")?;
-        Ok(PlanOptions {
-            expander,
-            now,
-            min_reservation_left,
-        })
+        Ok(self.plan.plan_options(now))
     }
 
     /// Loads the snapshot and simulates (or plans, when NodeGroups are in the

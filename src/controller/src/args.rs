@@ -5,7 +5,144 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
-use k8s_openapi::jiff::SignedDuration;
+use dra_plan::gang_apis::{GangApisFound, ResolvedGates};
+use dra_plan::{Expander, PlanOptions};
+use dra_sim::gates::GateError;
+use dra_sim::{FeatureGates, KubeVersion};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// Flags `simulate` and `run` both take: the scheduler modelled (version,
+/// feature gates, DRA filter timeout) and how the planner chooses (expander, reservation
+/// horizon). Defined once so both commands spell, default and check them
+/// alike; a bad value is refused by clap before anything runs.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// Kubernetes version whose scheduler is modelled (1.34 to 1.37).
+    /// Default: for `run` the API server's own version, for `simulate` the
+    /// newest modelled (1.37).
+    #[arg(long, env = "DRA_AUTOSCALER_KUBERNETES_VERSION")]
+    pub kubernetes_version: Option<KubeVersion>,
+
+    /// Feature gates on top of the version's defaults, as kube-scheduler takes
+    /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
+    /// them as your scheduler has them, or the plan and the scheduler disagree.
+    /// Known gates: DRAAdminAccess, DRAPrioritizedList, DRAPartitionableDevices,
+    /// DRADeviceTaints, DRADeviceTaintRules, DRADeviceBindingConditions,
+    /// DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
+    /// DRAFractionalCapacityRange, DRAListTypeAttributes, DRAExtendedResource,
+    /// DRADeviceCompatibilityGroups, DRAOptionalNodeOperations, GenericWorkload,
+    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout.
+    /// Gang scheduling (GenericWorkload, GangScheduling,
+    /// TopologyAwareWorkloadScheduling) is turned on when the cluster serves
+    /// the scheduling.k8s.io Workload/PodGroup API (`run`) or the input holds
+    /// such objects or pods linked to them (`simulate`), unless this flag
+    /// turns it off.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_FEATURE_GATES",
+        default_value = "",
+        value_parser = feature_gates_flag
+    )]
+    pub feature_gates: String,
+
+    /// The DynamicResources plugin's `filterTimeout` as your scheduler has it
+    /// (upstream default 10s, with the `DRASchedulerFilterTimeout` gate; `0s`
+    /// disables): one pod's device allocation on one candidate node stops
+    /// there and the node counts as "timed out trying to allocate devices",
+    /// so one pathological claim never stalls a plan. Modelled as a work
+    /// bound (1,000 search steps per millisecond).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT",
+        default_value = "10s",
+        value_parser = not_negative,
+        allow_hyphen_values = true
+    )]
+    pub dra_filter_timeout: SignedDuration,
+
+    /// How to choose between node groups that can all take a gang.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_EXPANDER",
+        value_enum,
+        default_value_t = Expander::LeastCost
+    )]
+    pub expander: Expander,
+
+    /// A reservation that ends sooner than this (e.g. 1h, 30m, 2h30m) is not
+    /// used for new nodes.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MIN_RESERVATION_LEFT",
+        default_value = "1h"
+    )]
+    pub min_reservation_left: SignedDuration,
+}
+
+/// `--feature-gates` as clap checks it: every entry `Name=true|false` with a
+/// gate kube-scheduler knows (which gates exist does not depend on the
+/// version).
+fn feature_gates_flag(value: &str) -> Result<String, String> {
+    FeatureGates::default()
+        .apply_flag(value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A duration flag that may be zero but not negative.
+fn not_negative(value: &str) -> Result<SignedDuration, String> {
+    let duration: SignedDuration = value.parse().map_err(|e| format!("{e}"))?;
+    if duration.is_negative() {
+        return Err(format!("must not be negative, got {value}"));
+    }
+    Ok(duration)
+}
+
+impl PlanArgs {
+    /// The scheduler's feature gates: `version`'s defaults, then
+    /// `--feature-gates`, with `--dra-filter-timeout`.
+    ///
+    /// # Errors
+    /// A flag value clap did not check (set by hand) that does not apply.
+    pub fn gates(&self, version: KubeVersion) -> Result<FeatureGates, GateError> {
+        let mut gates = FeatureGates::for_version(version);
+        gates.apply_flag(&self.feature_gates)?;
+        gates.set_dra_filter_timeout(self.dra_filter_timeout)?;
+        Ok(gates)
+    }
+
+    /// The gates to plan with: `version`'s defaults, the gang gates `found`
+    /// shows the cluster runs (see [`dra_plan::gang_apis`]), then
+    /// `--feature-gates`, which always wins; with `--dra-filter-timeout`.
+    /// Also says which gang gates were turned on and the line naming the
+    /// gang APIs found and used.
+    ///
+    /// # Errors
+    /// A flag value clap did not check (set by hand) that does not apply.
+    pub fn planning_gates(
+        &self,
+        version: KubeVersion,
+        found: &GangApisFound,
+    ) -> Result<ResolvedGates, GateError> {
+        let mut resolved =
+            found.resolve_gates(FeatureGates::for_version(version), &self.feature_gates)?;
+        resolved
+            .gates
+            .set_dra_filter_timeout(self.dra_filter_timeout)?;
+        Ok(resolved)
+    }
+
+    /// The planner's options at `now` (`None`: reservation end times are
+    /// ignored).
+    #[must_use]
+    pub fn plan_options(&self, now: Option<Timestamp>) -> PlanOptions {
+        PlanOptions {
+            expander: self.expander,
+            now,
+            min_reservation_left: self.min_reservation_left,
+        }
+    }
+}
 
 /// A provider endpoint: `NAME=URL`, where NAME is what NodeGroups put in
 /// `spec.provider`.
@@ -43,26 +180,9 @@ impl std::str::FromStr for ProviderEndpoint {
 #[derive(Debug, Clone, Args)]
 #[allow(clippy::struct_excessive_bools)]
 pub struct RunArgs {
-    /// Kubernetes version whose scheduler is modelled (1.34 to 1.37). Default:
-    /// the API server's own version.
-    #[arg(long, env = "DRA_AUTOSCALER_KUBERNETES_VERSION")]
-    pub kubernetes_version: Option<String>,
-
-    /// Feature gates on top of the version's defaults, as kube-scheduler takes
-    /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
-    /// them as your scheduler has them, or the plan and the scheduler disagree.
-    /// A cluster serving the scheduling.k8s.io Workload/PodGroup API is taken to
-    /// run gang scheduling (GenericWorkload, GangScheduling,
-    /// TopologyAwareWorkloadScheduling on) unless this flag turns them off.
-    #[arg(long, env = "DRA_AUTOSCALER_FEATURE_GATES", default_value = "")]
-    pub feature_gates: String,
-
-    /// The DynamicResources plugin's `filterTimeout` as your scheduler has it
-    /// (upstream default 10s; `0s` disables): one pod's device allocation on
-    /// one candidate node stops there and the node counts as "timed out trying
-    /// to allocate devices", so one pathological claim never stalls a plan.
-    #[arg(long, env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT", default_value = "10s")]
-    pub dra_filter_timeout: SignedDuration,
+    /// The scheduler modelled and the planner's choices.
+    #[command(flatten)]
+    pub plan: PlanArgs,
 
     /// How often to plan even when no pod became unschedulable. Shorter reacts
     /// faster to capacity freed elsewhere at the cost of CPU.
@@ -105,19 +225,6 @@ pub struct RunArgs {
     /// Longest backoff of a node group.
     #[arg(long, env = "DRA_AUTOSCALER_MAX_BACKOFF", default_value = "30m")]
     pub max_backoff: SignedDuration,
-
-    /// How to choose between groups that can all take a gang: `least-cost`,
-    /// `priority` or `least-waste`.
-    #[arg(long, env = "DRA_AUTOSCALER_EXPANDER", default_value = "least-cost")]
-    pub expander: String,
-
-    /// A reservation that ends sooner than this is not used for new nodes.
-    #[arg(
-        long,
-        env = "DRA_AUTOSCALER_MIN_RESERVATION_LEFT",
-        default_value = "1h"
-    )]
-    pub min_reservation_left: SignedDuration,
 
     /// An identical Event (same object, reason and message) is published at
     /// most once per this window.
@@ -376,12 +483,6 @@ impl RunArgs {
                 ),
             });
         }
-        self.expander
-            .parse::<dra_plan::Expander>()
-            .map_err(|message| InvalidArg {
-                flag: "expander",
-                message,
-            })?;
         if !self.dry_run && self.providers.is_empty() {
             return Err(InvalidArg {
                 flag: "provider",
@@ -412,12 +513,42 @@ mod tests {
     }
 
     #[test]
+    fn planning_gates_follow_the_gang_api_then_the_flag_with_the_filter_timeout() {
+        let served = GangApisFound::served([("scheduling.k8s.io/v1beta1", "PodGroup")]);
+        let version: KubeVersion = "1.35".parse().unwrap();
+        let args = parse(&["--dry-run", "--dra-filter-timeout", "250ms"]).unwrap();
+        let resolved = args.plan.planning_gates(version, &served).unwrap();
+        assert!(resolved.gates.generic_workload && resolved.gates.gang_scheduling);
+        assert_eq!(resolved.gates.dra_filter_timeout_ms, 250);
+        assert!(resolved.summary.is_some());
+        // The flag wins over what the cluster serves.
+        let off = parse(&["--dry-run", "--feature-gates", "GenericWorkload=false"]).unwrap();
+        let resolved = off.plan.planning_gates(version, &served).unwrap();
+        assert!(!resolved.gates.generic_workload);
+        assert_eq!(resolved.gates.dra_filter_timeout_ms, 10_000);
+        // Nothing served: the version's defaults, as `gates` gives them.
+        let none = GangApisFound::served([]);
+        assert_eq!(
+            off.plan.planning_gates(version, &none).unwrap().gates,
+            off.plan.gates(version).unwrap()
+        );
+        let negative = parse(&["--dry-run", "--dra-filter-timeout", "-1s"]).unwrap_err();
+        assert!(negative.to_string().contains("negative"), "{negative}");
+    }
+
+    #[test]
     fn defaults_match_cluster_autoscaler_where_it_has_one() {
         let args = parse(&["--provider", "fake=http://127.0.0.1:8086"]).unwrap();
         assert_eq!(args.max_node_provision_time, SignedDuration::from_mins(15));
         assert_eq!(args.expendable_pods_priority_cutoff, -10);
         assert_eq!(args.scan_interval, SignedDuration::from_secs(10));
         assert!(args.leader_elect);
+        assert_eq!(args.plan.expander, Expander::LeastCost);
+        assert_eq!(args.plan.kubernetes_version, None);
+        assert_eq!(
+            args.plan.min_reservation_left,
+            SignedDuration::from_hours(1)
+        );
         assert_eq!(
             args.providers,
             vec![ProviderEndpoint {
@@ -450,8 +581,17 @@ mod tests {
         assert!(bad_url.to_string().contains("http://"), "{bad_url}");
         let args = parse(&["--dry-run", "--renew-deadline", "20s"]).unwrap();
         assert_eq!(args.validate().unwrap_err().flag, "renew-deadline");
-        let args = parse(&["--dry-run", "--expander", "cheapest"]).unwrap();
-        assert_eq!(args.validate().unwrap_err().flag, "expander");
+        // clap refuses an unknown expander or gate before anything runs,
+        // listing what it takes.
+        let expander = parse(&["--dry-run", "--expander", "cheapest"]).unwrap_err();
+        assert!(expander.to_string().contains("least-waste"), "{expander}");
+        let gates = parse(&["--dry-run", "--feature-gates", "DRAMagic=true"]).unwrap_err();
+        assert!(
+            gates.to_string().contains("unknown feature gate"),
+            "{gates}"
+        );
+        let version = parse(&["--dry-run", "--kubernetes-version", "1.20"]).unwrap_err();
+        assert!(version.to_string().contains("1.34 to 1.37"), "{version}");
         let args = parse(&[]).unwrap();
         assert_eq!(args.validate().unwrap_err().flag, "provider");
         let args = parse(&["--dry-run", "--scale-down-utilization-threshold", "1.5"]).unwrap();

@@ -46,7 +46,7 @@ pub mod status;
 pub mod validity;
 pub mod watch;
 
-pub use args::RunArgs;
+pub use args::{PlanArgs, RunArgs};
 pub use run::{run, run_until};
 
 #[cfg(test)]

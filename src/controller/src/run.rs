@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use dra_plan::gang_apis::GangApisFound;
-use dra_plan::{Expander, PlanOptions};
 use dra_provider::{ClientConfig, ClientTls, ProviderClient};
 use dra_sim::{FeatureGates, KubeVersion};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -123,8 +122,8 @@ async fn resolve_gates(
     args: &RunArgs,
     optional: &OptionalApis,
 ) -> anyhow::Result<FeatureGates> {
-    let version = match &args.kubernetes_version {
-        Some(v) => v.parse::<KubeVersion>().context("--kubernetes-version")?,
+    let version = match args.plan.kubernetes_version {
+        Some(v) => v,
         None => {
             let info = client
                 .apiserver_version()
@@ -159,13 +158,10 @@ async fn resolve_gates(
             .iter()
             .map(|ar| (ar.api_version.as_str(), ar.kind.as_str())),
     );
-    let mut resolved = found
-        .resolve_gates(FeatureGates::for_version(version), &args.feature_gates)
-        .context("--feature-gates")?;
-    resolved
-        .gates
-        .set_dra_filter_timeout(args.dra_filter_timeout)
-        .context("--dra-filter-timeout")?;
+    let resolved = args
+        .plan
+        .planning_gates(version, &found)
+        .context("--feature-gates, --dra-filter-timeout")?;
     tracing::info!(kubernetes = %version, "modelling kube-scheduler");
     if let Some(summary) = &resolved.summary {
         tracing::info!(turned_on = ?resolved.turned_on, "{summary}");
@@ -288,7 +284,6 @@ pub async fn run_with_clients(
         }
     });
 
-    let expander: Expander = args.expander.parse().map_err(anyhow::Error::msg)?;
     let scale_downs = args.scale_down_enabled.then(|| {
         ScaleDowns::new(
             client.clone(),
@@ -316,11 +311,7 @@ pub async fn run_with_clients(
         metrics.clone(),
         LoopConfig {
             gates,
-            plan: PlanOptions {
-                expander,
-                now: None,
-                min_reservation_left: args.min_reservation_left,
-            },
+            plan: args.plan.plan_options(None),
             new_pod_delay: args.new_pod_scale_up_delay,
             expendable_cutoff: args.expendable_pods_priority_cutoff,
             max_node_provision_time: args.max_node_provision_time,

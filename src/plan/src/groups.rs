@@ -129,6 +129,10 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
             errors.push(error(e));
             continue;
         }
+        if let Err(e) = template_quantities(&group.spec) {
+            errors.push(error(e));
+            continue;
+        }
         let upcoming = group
             .status
             .as_ref()
@@ -142,6 +146,26 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
     }
     groups.sort_by(|a, b| a.name.cmp(&b.name));
     (groups, errors)
+}
+
+/// Every capacity and allocatable value of the template as a Kubernetes
+/// quantity: the API server refuses a Node whose status carries anything
+/// else, so a group with one can never make the node it describes (and
+/// reading `cpu: lots` as no CPU would plan against a node that cannot be).
+fn template_quantities(spec: &NodeGroupSpec) -> Result<(), String> {
+    let template = &spec.template;
+    let fields = [
+        ("capacity", Some(&template.capacity)),
+        ("allocatable", template.allocatable.as_ref()),
+    ];
+    for (field, values) in fields {
+        for (resource, quantity) in values.into_iter().flatten() {
+            if let Err(e) = dra_sim::quantity::nano_value(&quantity.0) {
+                return Err(format!("field spec.template.{field}.{resource}: {e}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How many more nodes each group may get: `maxSize`, the reservation's

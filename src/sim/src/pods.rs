@@ -87,6 +87,13 @@ pub fn required_pod_anti_affinity(pod: &Pod) -> &[PodAffinityTerm] {
         .unwrap_or_default()
 }
 
+/// Whether the pod has a required pod anti-affinity term: then where it may
+/// go depends on the labels of the pods already on a node.
+#[must_use]
+pub fn has_required_anti_affinity(pod: &Pod) -> bool {
+    !required_pod_anti_affinity(pod).is_empty()
+}
+
 /// Label of scheduler-plugins coscheduling.
 pub const COSCHEDULING_LABEL: &str = "scheduling.x-k8s.io/pod-group";
 /// The label scheduler-plugins used before its API group moved (early 2023).

@@ -188,14 +188,10 @@ impl Planner<'_> {
                 let pairs: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 format!("{}: ", pairs.join(", "))
             }
-            Domain::Node(i) => format!(
-                "node {}: ",
-                self.snapshot.nodes()[*i]
-                    .metadata
-                    .name
-                    .as_deref()
-                    .unwrap_or_default()
-            ),
+            Domain::Node(i) => {
+                let name = self.snapshot.nodes()[*i].metadata.name.as_deref();
+                self.in_user_words(*i, format!("node {}: ", name.unwrap_or_default()))
+            }
             Domain::NewNode(g) => format!("one new node of {}: ", self.groups[*g].name),
         }
     }

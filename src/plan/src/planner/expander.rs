@@ -10,7 +10,10 @@ use dra_sim::filters::Allocatable;
 use super::{Attempt, Planner};
 use crate::groups::Group;
 
-/// How to choose between groups that can all take a gang.
+/// How to choose between groups that can all take a gang. Written as
+/// [`Expander::as_str`] says (`least-cost`, `priority`, `least-waste`): the
+/// one table between the enum and its spelling, used by `Display`,
+/// `FromStr` and, with the `clap` feature, clap's `ValueEnum`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Expander {
     /// Lowest summed `pricePerHour` of the new nodes (reserved capacity at its
@@ -24,18 +27,62 @@ pub enum Expander {
     LeastWaste,
 }
 
+impl Expander {
+    /// Every expander, in declaration order.
+    pub const ALL: [Expander; 3] = [
+        Expander::LeastCost,
+        Expander::Priority,
+        Expander::LeastWaste,
+    ];
+
+    /// The expander's name, as flags and the chart take it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expander::LeastCost => "least-cost",
+            Expander::Priority => "priority",
+            Expander::LeastWaste => "least-waste",
+        }
+    }
+
+    /// One line on what it prefers, for `--help`.
+    #[must_use]
+    pub fn summary(self) -> &'static str {
+        match self {
+            Expander::LeastCost => "lowest price of the new nodes",
+            Expander::Priority => "highest NodeGroup priority, then least-cost",
+            Expander::LeastWaste => "least unused CPU and memory, then least-cost",
+        }
+    }
+}
+
+impl std::fmt::Display for Expander {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for Expander {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "least-cost" => Ok(Self::LeastCost),
-            "priority" => Ok(Self::Priority),
-            "least-waste" => Ok(Self::LeastWaste),
-            other => Err(format!(
-                "unknown expander {other:?}: expected least-cost, priority or least-waste"
-            )),
-        }
+        Expander::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown expander {s:?}: expected least-cost, priority or least-waste")
+            })
+    }
+}
+
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Expander {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(self.summary()))
     }
 }
 

@@ -42,20 +42,7 @@ impl Planner<'_> {
             return;
         }
 
-        // Resolve claims once; a member whose claims cannot be resolved can
-        // never be placed.
-        let mut claims: BTreeMap<usize, PodClaims> = BTreeMap::new();
-        let mut claim_errors: BTreeMap<usize, String> = BTreeMap::new();
-        for &pod_index in &gang.pending {
-            match self.snapshot.resolve_claims(pod_index) {
-                Ok(c) => {
-                    claims.insert(pod_index, c);
-                }
-                Err(e) => {
-                    claim_errors.insert(pod_index, e);
-                }
-            }
-        }
+        let (claims, claim_errors) = self.resolve_claims(&gang.pending);
 
         // The domains are read before phantom nodes join the snapshot; the
         // attempts see the phantoms, the plan is replayed without them.
@@ -67,7 +54,8 @@ impl Planner<'_> {
         let start = self.snapshot.checkpoint();
         let mut best: Option<Attempt> = None;
         let mut all_reasons = Vec::new();
-        // Members the scheduler would fail outright, in any domain.
+        // Members the scheduler would fail with an error, in any domain (the
+        // first error seen for each).
         let mut errors: BTreeMap<usize, String> = BTreeMap::new();
         // With one domain and no phantom the attempt is kept in place when it
         // lands, instead of being rolled back and replayed.
@@ -75,7 +63,9 @@ impl Planner<'_> {
         let mut kept = false;
         for domain in &domains {
             let attempt = self.attempt(gang, &claims, domain, existing);
-            errors.extend(attempt.errors.iter().map(|(&p, e)| (p, e.clone())));
+            for (&pod, error) in &attempt.errors {
+                errors.entry(pod).or_insert_with(|| error.clone());
+            }
             let lands = attempt.placements.len() >= gang.needed();
             if keep && lands {
                 kept = true;
@@ -151,22 +141,7 @@ impl Planner<'_> {
             .collect();
         for &pod_index in &gang.pending {
             match placed.get(&pod_index) {
-                Some(p) => {
-                    let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
-                    let mut r = self.pod_report(
-                        pod_index,
-                        if p.new_group.is_some() {
-                            Outcome::FitsNewNode
-                        } else {
-                            Outcome::Fits
-                        },
-                        node,
-                        Vec::new(),
-                    );
-                    r.node_group = p.new_group.map(|g| self.groups[g].name.clone());
-                    r.allocations = Some(p.reported.clone());
-                    report.pods.push(r);
-                }
+                Some(p) => report.pods.push(self.placed(p)),
                 None => {
                     let reason = claim_errors.get(&pod_index).cloned().unwrap_or_else(|| {
                         "the gang lands without this member; no node takes it".into()
@@ -180,8 +155,10 @@ impl Planner<'_> {
         report.pod_groups.push(gang_report);
     }
 
-    /// Reports a gang that waits: the reasons of every domain tried, and for
-    /// each member its own error when it has one.
+    /// Reports a gang that waits: the reasons of every domain tried, then
+    /// each member that keeps the gang from starting wherever it goes (an
+    /// error, or claims PreFilter refuses) with its own reason; each member
+    /// is told its own error or refusal when it has one, else the gang's.
     fn report_waits(
         &self,
         gang: &Gang,
@@ -194,17 +171,26 @@ impl Planner<'_> {
         report: &mut PlanReport,
     ) {
         gang_report.reasons = dedup(reasons);
+        gang_report.reasons.extend(
+            errors
+                .iter()
+                .chain(claim_errors)
+                .map(|(&pod, why)| format!("pod {}: {why}", self.name(pod))),
+        );
         if gang_report.reasons.is_empty() {
             gang_report.reasons.push("no node fits the gang".into());
         }
         for &pod_index in &gang.pending {
-            if let Some(e) = claim_errors
-                .get(&pod_index)
-                .or_else(|| errors.get(&pod_index))
-            {
+            if let Some(e) = errors.get(&pod_index) {
                 report
                     .pods
                     .push(self.pod_report(pod_index, Outcome::Error, None, vec![e.clone()]));
+            } else if let Some(e) = claim_errors.get(&pod_index) {
+                // PreFilter refuses it on every node: unschedulable, for its
+                // own reason.
+                report
+                    .pods
+                    .push(self.unschedulable(pod_index, vec![e.clone()]));
             } else {
                 report
                     .pods

@@ -74,6 +74,11 @@ struct Planner<'a> {
     size_classes: Option<pack::SizeClasses>,
     /// Node label keys the DRA allocator reads (see [`Prepared`]).
     dra_label_keys: BTreeSet<String>,
+    /// Nodes `0..cluster_nodes` are the cluster's own; the rest the plan
+    /// made (upcoming, new, probes), whose names mean nothing to a user.
+    cluster_nodes: usize,
+    /// Nodes `cluster_nodes..upcoming_end` stand for nodes already requested.
+    upcoming_end: usize,
     /// Per group, once asked: its new nodes' allocatable.
     allocatables: Vec<Option<Allocatable>>,
     /// Per pod, once asked: its requests as NodeResourcesFit counts them
@@ -238,7 +243,10 @@ fn run(
         names,
         size_classes: None,
         dra_label_keys,
+        cluster_nodes: 0,
+        upcoming_end: 0,
     };
+    planner.cluster_nodes = planner.snapshot.nodes().len();
     // Nodes already requested count as capacity (with their DaemonSet pods),
     // so the same pods never trigger a second scale-up while those nodes boot.
     for group in groups {
@@ -248,6 +256,7 @@ fn run(
             planner.add_daemon_pods(node_index);
         }
     }
+    planner.upcoming_end = planner.snapshot.nodes().len();
     // Booked capacity is taken before any pending pod is planned.
     let booked = stand_ins.book(&mut planner, options.now);
     planner.snapshot.seal();
@@ -375,8 +384,50 @@ impl Planner<'_> {
         }
     }
 
+    /// The report of a pod the plan placed: `fits` on a node that exists or
+    /// is upcoming, `fits-new-node` with its group on a node the plan opens.
+    fn placed(&self, p: &Placement) -> PodReport {
+        let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
+        let outcome = if p.new_group.is_some() {
+            Outcome::FitsNewNode
+        } else {
+            Outcome::Fits
+        };
+        let mut r = self.pod_report(p.pod_index, outcome, node, Vec::new());
+        r.node_group = p.new_group.map(|g| self.groups[g].name.clone());
+        r.allocations = Some(p.reported.clone());
+        r
+    }
+
     fn unschedulable(&self, pod_index: usize, reasons: Vec<String>) -> PodReport {
         self.pod_report(pod_index, Outcome::Unschedulable, None, reasons)
+    }
+
+    /// `text` (a reason or an error from a check on `node_index`) as a user
+    /// can read it: the name of a node the plan made — a probe, a node
+    /// planned new or one already upcoming — becomes "a new node of group
+    /// X" ("an upcoming node of group X"); the cluster's own nodes keep
+    /// their names.
+    fn in_user_words(&self, node_index: usize, text: String) -> String {
+        if node_index < self.cluster_nodes {
+            return text;
+        }
+        let metadata = &self.snapshot.nodes()[node_index].metadata;
+        let Some(name) = metadata.name.as_deref().filter(|n| !n.is_empty()) else {
+            return text;
+        };
+        let group = metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(dra_api::NODE_GROUP_LABEL))
+            .map_or("?", String::as_str);
+        let words = if node_index < self.upcoming_end {
+            format!("an upcoming node of group {group}")
+        } else {
+            format!("a new node of group {group}")
+        };
+        text.replace(&format!("node {name}"), &words)
+            .replace(name, &words)
     }
 
     /// Pod `pod_index`'s requests as NodeResourcesFit counts them (init
@@ -411,6 +462,28 @@ impl Planner<'_> {
             }
             _ => false,
         }
+    }
+
+    /// Resolves the claims of `pods` once, before any is tried: those whose
+    /// claims PreFilter refuses (on every node) are in the second map with
+    /// why, and are never tried.
+    fn resolve_claims(
+        &mut self,
+        pods: &[usize],
+    ) -> (BTreeMap<usize, PodClaims>, BTreeMap<usize, String>) {
+        let mut claims = BTreeMap::new();
+        let mut errors = BTreeMap::new();
+        for &pod_index in pods {
+            match self.snapshot.resolve_claims(pod_index) {
+                Ok(c) => {
+                    claims.insert(pod_index, c);
+                }
+                Err(e) => {
+                    errors.insert(pod_index, e);
+                }
+            }
+        }
+        (claims, errors)
     }
 
     /// Binds a pod on a node and records the placement in `attempt`.

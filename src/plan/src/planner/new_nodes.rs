@@ -30,9 +30,11 @@ impl Planner<'_> {
         let mut rejected: BTreeMap<usize, String> = BTreeMap::new();
         let mut excluded: BTreeSet<usize> = BTreeSet::new();
         'rank: while !unplaced.is_empty() {
-            let Some(choice) =
-                self.best_group(&unplaced, claims, domain, attempt, &mut rejected, &excluded)
-            else {
+            let choice =
+                self.best_group(&unplaced, claims, domain, attempt, &mut rejected, &excluded);
+            // A member the scheduler would fail with an error waits no more.
+            unplaced.retain(|p| !attempt.errors.contains_key(p));
+            let Some(choice) = choice else {
                 break;
             };
             let group = choice.group;
@@ -99,6 +101,41 @@ impl Planner<'_> {
         }
     }
 
+    /// Why no new node takes `pod_index`, group by group (`node group X:
+    /// ...`): the group's limit, or what a fresh node of it has against the
+    /// pod. Nothing for a group a fresh node of which would take it.
+    ///
+    /// # Errors
+    /// The error the scheduler would fail the pod with on such a node.
+    pub(super) fn why_no_new_node(
+        &mut self,
+        pod_index: usize,
+        claims: &PodClaims,
+    ) -> Result<Vec<String>, String> {
+        let waiting = [pod_index];
+        let claims = BTreeMap::from([(pod_index, claims.clone())]);
+        let uniform = self.uniform_signature(&waiting);
+        let mut reasons = Vec::new();
+        for group in 0..self.groups.len() {
+            if let Err(limit) = self.budget.left(group, |g| self.used[g]) {
+                reasons.push(format!("node group {}: {limit}", self.groups[group].name));
+                continue;
+            }
+            let result = self.fresh_node_takes(group, &waiting, &claims, uniform);
+            if let Some((_, error)) = result.errors.into_iter().next() {
+                return Err(error);
+            }
+            if let Some((pod, why)) = result.refusal {
+                reasons.push(format!(
+                    "node group {}: pod {}: {why}",
+                    self.groups[group].name,
+                    self.name(pod)
+                ));
+            }
+        }
+        Ok(reasons)
+    }
+
     /// How many more nodes of `group` the budget allows, counting the
     /// attempt's own.
     fn room_left(&self, group: usize, attempt: &Attempt) -> Result<usize, String> {
@@ -152,6 +189,7 @@ impl Planner<'_> {
                 }
                 Verdict::Refused(_) | Verdict::Unresolvable(_) => still.push(pod_index),
                 Verdict::Fatal(e) => {
+                    let e = self.in_user_words(node_index, e);
                     attempt.errors.insert(pod_index, e);
                 }
             }
@@ -160,13 +198,14 @@ impl Planner<'_> {
     }
 
     /// Probes one new node of every group with room (in the domain) and
-    /// ranks them by the expander. Records why each group was rejected.
+    /// ranks them by the expander. Records why each group was rejected, and
+    /// in `attempt` the members the scheduler would fail with an error.
     fn best_group(
         &mut self,
         waiting: &[usize],
         claims: &BTreeMap<usize, PodClaims>,
         domain: &Domain,
-        attempt: &Attempt,
+        attempt: &mut Attempt,
         rejected: &mut BTreeMap<usize, String>,
         excluded: &BTreeSet<usize>,
     ) -> Option<Choice> {
@@ -185,13 +224,17 @@ impl Planner<'_> {
             }
             let g = &self.groups[group];
             let result = self.fresh_node_takes(group, waiting, claims, uniform);
+            for (pod, error) in result.errors {
+                attempt.errors.entry(pod).or_insert(error);
+            }
             if result.yielded == 0 {
-                rejected.insert(
-                    group,
-                    result
-                        .refusal
-                        .unwrap_or_else(|| "no waiting member fits a new node".into()),
-                );
+                // Named after a member of this gang (or batch) that was
+                // refused: never another object's reason.
+                let reason = match result.refusal {
+                    Some((pod, why)) => format!("pod {}: {why}", self.name(pod)),
+                    None => "no waiting member fits a new node".into(),
+                };
+                rejected.insert(group, reason);
                 continue;
             }
             let (yielded, requested) = (result.yielded, result.requested);

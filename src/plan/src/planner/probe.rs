@@ -15,30 +15,42 @@ const PROBE_SAMPLE: usize = 256;
 
 /// How many identical pods one fresh node of a group takes: at least
 /// `per_node`, exactly that many when `exact` (a probe had more waiting).
+///
+/// What it knows holds for every pod of the signature, so it keeps no pod:
+/// an answer names the pods it is asked about, never the pod it learnt from.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Capacity {
     per_node: usize,
     exact: bool,
     per_pod: (i64, i64),
+    /// Why such a pod is refused (once the node is full, or outright).
     refusal: Option<String>,
+    /// The error the scheduler fails such a pod with on such a node.
+    error: Option<String>,
 }
 
 impl Capacity {
-    /// The probe result for `waiting` identical pods, if known.
-    fn answer(&self, waiting: usize) -> Option<Probe> {
-        if !self.exact && waiting > self.per_node {
+    /// The probe result for `waiting`, identical pods, if known.
+    fn answer(&self, waiting: &[usize]) -> Option<Probe> {
+        if let Some(error) = &self.error {
+            return Some(Probe {
+                errors: waiting.iter().map(|&p| (p, error.clone())).collect(),
+                ..Probe::default()
+            });
+        }
+        if !self.exact && waiting.len() > self.per_node {
             return None;
         }
-        let yielded = waiting.min(self.per_node);
+        let yielded = waiting.len().min(self.per_node);
         let count = i64::try_from(yielded).unwrap_or(i64::MAX);
         Some(Probe {
             yielded,
             requested: (self.per_pod.0 * count, self.per_pod.1 * count),
-            refusal: if yielded == 0 {
-                self.refusal.clone()
-            } else {
-                None
+            refusal: match (yielded, waiting.first(), &self.refusal) {
+                (0, Some(&first), Some(reason)) => Some((first, reason.clone())),
+                _ => None,
             },
+            errors: Vec::new(),
         })
     }
 
@@ -47,21 +59,24 @@ impl Capacity {
             let count = i64::try_from(probe.yielded).unwrap_or(i64::MAX);
             self.per_pod = (probe.requested.0 / count, probe.requested.1 / count);
         }
-        self.refusal.clone_from(&probe.refusal);
+        self.refusal = probe.refusal.as_ref().map(|(_, reason)| reason.clone());
+        self.error = probe.errors.first().map(|(_, error)| error.clone());
         self.per_node = self.per_node.max(probe.yielded);
         self.exact |= probe.yielded < waiting;
     }
 }
 
 /// What one fresh node of a group takes of a set of waiting members.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Probe {
     /// How many of them it takes.
     pub(super) yielded: usize,
     /// The CPU (milli) and memory those ask.
     pub(super) requested: (i64, i64),
-    /// Why the first member refused was refused.
-    pub(super) refusal: Option<String>,
+    /// The first member refused, and why (in words a user can read).
+    pub(super) refusal: Option<(usize, String)>,
+    /// Members the scheduler would fail with an error there, and the error.
+    pub(super) errors: Vec<(usize, String)>,
 }
 
 impl Planner<'_> {
@@ -90,7 +105,7 @@ impl Planner<'_> {
         let cache_key = uniform.map(|sig| (group, sig));
         let known = cache_key
             .and_then(|k| self.capacities.get(&k))
-            .and_then(|c| c.answer(waiting.len()));
+            .and_then(|c| c.answer(waiting));
         if let Some(answer) = known {
             return answer;
         }
@@ -121,11 +136,7 @@ impl Planner<'_> {
         let (node, slices) = template_node(g, &format!("{}-probe", g.name));
         let node_index = self.snapshot.add_node(node, slices);
         self.add_daemon_pods(node_index);
-        let mut result = Probe {
-            yielded: 0,
-            requested: (0, 0),
-            refusal: None,
-        };
+        let mut result = Probe::default();
         for &pod_index in waiting {
             let Some(pod_claims) = claims.get(&pod_index) else {
                 continue;
@@ -151,12 +162,15 @@ impl Planner<'_> {
                     );
                     result.yielded += 1;
                 }
-                Verdict::Refused(reason)
-                | Verdict::Fatal(reason)
-                | Verdict::Unresolvable(reason) => {
+                Verdict::Refused(reason) | Verdict::Unresolvable(reason) => {
                     if result.refusal.is_none() {
-                        result.refusal = Some(format!("pod {}: {reason}", self.name(pod_index)));
+                        result.refusal = Some((pod_index, self.in_user_words(node_index, reason)));
                     }
+                }
+                Verdict::Fatal(error) => {
+                    result
+                        .errors
+                        .push((pod_index, self.in_user_words(node_index, error)));
                 }
             }
         }

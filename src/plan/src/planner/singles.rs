@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dra_sim::report::Outcome;
-use dra_sim::snapshot::PodClaims;
 
 use super::domains::Domain;
 use super::{Attempt, Placement, Planner, ScaleUps};
@@ -21,28 +20,16 @@ impl Planner<'_> {
         report: &mut PlanReport,
         scale_ups: &mut ScaleUps,
     ) {
-        let mut claims: BTreeMap<usize, PodClaims> = BTreeMap::new();
-        let mut claim_errors: BTreeMap<usize, String> = BTreeMap::new();
-        for gang in singles {
-            for &pod_index in &gang.pending {
-                match self.snapshot.resolve_claims(pod_index) {
-                    Ok(c) => {
-                        claims.insert(pod_index, c);
-                    }
-                    Err(e) => {
-                        claim_errors.insert(pod_index, e);
-                    }
-                }
-            }
-        }
+        let pending: Vec<usize> = singles
+            .iter()
+            .flat_map(|g| g.pending.iter().copied())
+            .collect();
+        let (claims, claim_errors) = self.resolve_claims(&pending);
         let batch = Gang {
             api: GangApi::Single,
             name: GangRef::default(),
             min_count: 0,
-            pending: singles
-                .iter()
-                .flat_map(|g| g.pending.iter().copied())
-                .collect(),
+            pending,
             bound: 0,
             topology_key: None,
             blocked: None,
@@ -100,12 +87,27 @@ impl Planner<'_> {
             self.used[g] += count;
             scale_ups.entry(g).or_insert((0, BTreeSet::new(), 0)).0 += count;
         }
-        let batch_reasons: Vec<String> = attempt
-            .reasons
-            .iter()
-            .filter(|r| r.starts_with("node group"))
-            .cloned()
-            .collect();
+        // Each pod left waiting is told why, in its own terms: what each group
+        // has against it, never what another pod of the batch ran into.
+        let mut own_reasons: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for gang in &singles {
+            for &pod_index in &gang.pending {
+                let waits = !placed.contains_key(&pod_index)
+                    && !claim_errors.contains_key(&pod_index)
+                    && !attempt.errors.contains_key(&pod_index);
+                let Some(pod_claims) = claims.get(&pod_index).filter(|_| waits) else {
+                    continue;
+                };
+                match self.why_no_new_node(pod_index, pod_claims) {
+                    Ok(reasons) => {
+                        own_reasons.insert(pod_index, reasons);
+                    }
+                    Err(error) => {
+                        attempt.errors.insert(pod_index, error);
+                    }
+                }
+            }
+        }
         for gang in singles {
             for &pod_index in &gang.pending {
                 let name = self.name(pod_index);
@@ -115,26 +117,13 @@ impl Planner<'_> {
                     attempt.errors.get(&pod_index),
                 ) {
                     (Some(p), _, _) => {
-                        let node = self.snapshot.nodes()[p.node_index].metadata.name.clone();
-                        let mut r = self.pod_report(
-                            pod_index,
-                            if p.new_group.is_some() {
-                                Outcome::FitsNewNode
-                            } else {
-                                Outcome::Fits
-                            },
-                            node,
-                            Vec::new(),
-                        );
                         if let Some(g) = p.new_group {
-                            r.node_group = Some(self.groups[g].name.clone());
                             nodes_per_group
                                 .entry(g)
                                 .or_default()
                                 .insert(gang.name.clone());
                         }
-                        r.allocations = Some(p.reported.clone());
-                        (GangOutcome::Lands, r)
+                        (GangOutcome::Lands, self.placed(p))
                     }
                     (None, Some(e), _) => (
                         GangOutcome::Waits,
@@ -147,7 +136,7 @@ impl Planner<'_> {
                     (None, None, None) => {
                         let mut reasons =
                             vec!["no existing node and no node group can take it".to_string()];
-                        reasons.extend(batch_reasons.iter().cloned());
+                        reasons.extend(own_reasons.remove(&pod_index).unwrap_or_default());
                         (GangOutcome::Waits, self.unschedulable(pod_index, reasons))
                     }
                 };

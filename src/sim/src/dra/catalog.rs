@@ -65,8 +65,9 @@ pub struct DraCatalog {
     table: SelectorTable,
     caches: DeviceCaches,
     stats: AllocatorStats,
-    /// Try to prove infeasibility by counting before searching (off only in
-    /// tests that pin upstream's search work).
+    /// Try to prove infeasibility by counting once a search has run
+    /// [`COUNT_AT_STEP`] steps (off only in tests that pin upstream's search
+    /// work).
     count_first: bool,
 }
 
@@ -88,6 +89,12 @@ impl DraCatalog {
         self.count_first = on;
     }
 }
+
+/// Search steps after which counting checks whether any allocation exists
+/// (`feasibility`). Most searches that succeed finish well before (a step
+/// per request and device tried), so they never pay for the counting; a
+/// search that would run away is stopped here when counting proves it futile.
+const COUNT_AT_STEP: u64 = 100;
 
 /// Upstream's Filter status when the allocation ran past `filterTimeout`.
 pub const TIMED_OUT: &str = "timed out trying to allocate devices";
@@ -347,22 +354,33 @@ impl DraCatalog {
         }
         let mut search = Search::new(chk, claims, slots, constraints, share_ids);
         search.budget = gates.search_budget();
-        let outcome = if *count_first && provably_infeasible(&mut search) {
-            stats.proven_infeasible += 1;
-            Ok(false)
-        } else {
-            search.allocate_one(
-                RKey {
-                    claim: 0,
-                    request: 0,
-                    sub: 0,
-                },
-                0,
-                false,
-                (0, 0, 0),
-            )
+        if *count_first {
+            search.checkpoint = Some((COUNT_AT_STEP, provably_infeasible));
+        }
+        let start = RKey {
+            claim: 0,
+            request: 0,
+            sub: 0,
         };
+        let mut outcome = search.allocate_one(start, 0, false, (0, 0, 0));
         stats.allocate_one_invocations += search.invocations;
+        if matches!(outcome, Err(Stop::Infeasible)) {
+            stats.proven_infeasible += 1;
+            // The search stopped midway; the reasons are read from a search
+            // that has not started, as after one that ran to its end.
+            let Search {
+                chk,
+                slots,
+                share_ids,
+                ..
+            } = search;
+            let constraints = claims
+                .iter()
+                .map(|claim| claim_constraints(claim, features))
+                .collect::<Result<Vec<_>, _>>()?;
+            search = Search::new(chk, claims, slots, constraints, share_ids);
+            outcome = Ok(false);
+        }
         match outcome {
             Err(Stop::Fatal(message)) => Err(AllocError::Fatal(message)),
             // Upstream's Filter: UnschedulableAndUnresolvable for this node.
@@ -373,7 +391,7 @@ impl DraCatalog {
             Ok(true) => assemble(&search, name)
                 .map(AllocateOutcome::Allocated)
                 .map_err(AllocError::Fatal),
-            Ok(false) => {
+            Err(Stop::Infeasible) | Ok(false) => {
                 let invalid: Vec<String> = pools
                     .iter()
                     .filter_map(|p| {

@@ -1,4 +1,6 @@
-//! Counting that proves a search cannot succeed, before it starts.
+//! Counting that proves a search cannot succeed, run once the search has
+//! taken a number of steps (the catalog's `COUNT_AT_STEP`: searches that
+//! succeed at once never pay for it).
 //!
 //! The depth-first search tries combinations of devices, so a request for
 //! 32 devices among 31 candidates, 12 one-device claims over 11 devices, or

@@ -34,7 +34,15 @@ pub(crate) enum Stop {
     Fatal(String),
     /// The work budget ran out (upstream: the Filter's `filterTimeout`).
     Timeout,
+    /// The checkpoint's counting proved that no allocation exists.
+    Infeasible,
 }
+
+/// A check run once, when the search reaches a number of steps: counting
+/// that may prove the rest of the search futile (see `feasibility`). It
+/// reads only what the search does not change (requests, candidates,
+/// existing allocations), so the search's progress does not affect it.
+pub(crate) type Checkpoint = fn(&mut Search<'_, '_>) -> bool;
 
 /// Identifies a (sub)request: claim, request, and subrequest (0 for exact).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,10 +104,12 @@ pub(crate) struct Search<'a, 'c> {
     /// included (seeded when the pool is first touched).
     running_groups: Vec<Option<Vec<GroupState>>>,
     pub results: Vec<Vec<Chosen>>,
-    share_ids: &'a mut ShareIdGenerator,
+    pub share_ids: &'a mut ShareIdGenerator,
     pub invocations: u64,
     /// Most `allocate_one` invocations allowed (see `FeatureGates::search_budget`).
     pub budget: Option<u64>,
+    /// After how many invocations to run which [`Checkpoint`].
+    pub checkpoint: Option<(u64, Checkpoint)>,
 }
 
 fn pool_of(pools: &[Pool], dev: DevRef) -> (&Pool, &DeviceEntry) {
@@ -131,6 +141,7 @@ impl<'a, 'c> Search<'a, 'c> {
             share_ids,
             invocations: 0,
             budget: None,
+            checkpoint: None,
         }
     }
 
@@ -199,6 +210,12 @@ impl<'a, 'c> Search<'a, 'c> {
         self.invocations += 1;
         if self.budget.is_some_and(|b| self.invocations > b) {
             return Err(Stop::Timeout);
+        }
+        if let Some((at, check)) = self.checkpoint
+            && at == self.invocations
+            && check(self)
+        {
+            return Err(Stop::Infeasible);
         }
         if r.claim >= self.claims.len() {
             return Ok(true);

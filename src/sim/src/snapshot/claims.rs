@@ -96,10 +96,53 @@ impl Snapshot {
             if allocated {
                 resolved.allocated.push(key);
             } else {
+                self.check_device_classes(claim)?;
                 resolved.to_allocate.push(key);
             }
         }
         Ok(resolved)
+    }
+
+    /// PreFilter's check of a claim to allocate: every request's (and
+    /// `firstAvailable` subrequest's) DeviceClass exists. Upstream marks a
+    /// pod with a missing class unschedulable (until a DeviceClass event),
+    /// not an error: `validateDeviceClass` in the DynamicResources plugin.
+    /// An empty class name (an unsupported request type) is left to the
+    /// allocator, which fails the pod with an error as upstream does.
+    fn check_device_classes(&self, claim: &ResourceClaim) -> Result<(), String> {
+        let exists = |class: &str| {
+            class.is_empty()
+                || self
+                    .device_classes
+                    .iter()
+                    .any(|c| c.metadata.name.as_deref() == Some(class))
+        };
+        let requests = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.devices.as_ref())
+            .and_then(|d| d.requests.as_ref());
+        for request in requests.into_iter().flatten() {
+            let classes: Vec<(String, &str)> = match (&request.exactly, &request.first_available) {
+                (Some(exactly), _) => vec![(request.name.clone(), &exactly.device_class_name)],
+                (None, Some(subs)) => subs
+                    .iter()
+                    .map(|sub| {
+                        (
+                            format!("{}/{}", request.name, sub.name),
+                            sub.device_class_name.as_str(),
+                        )
+                    })
+                    .collect(),
+                (None, None) => Vec::new(),
+            };
+            if let Some((name, class)) = classes.into_iter().find(|(_, class)| !exists(class)) {
+                return Err(format!(
+                    "request {name}: device class {class} does not exist"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// An existing claim generated for this pod entry: owned by the pod (by

@@ -28,7 +28,7 @@ use crate::dra::{AllocatedState, DraCatalog, ShareIdGenerator};
 use crate::filters::{FilterState, PreparedPod};
 use crate::gates::FeatureGates;
 use crate::objects::{ClusterObjects, ObjectRef};
-use crate::pods::required_pod_anti_affinity;
+use crate::pods::has_required_anti_affinity;
 pub use crate::pods::{is_pending, priority};
 use crate::selectors::ParsedNodeSelector;
 
@@ -118,9 +118,7 @@ impl Snapshot {
             pod_workload_refs: _,
         } = objects;
         nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let labels_matter = pods
-            .iter()
-            .any(|p| !required_pod_anti_affinity(p).is_empty());
+        let labels_matter = pods.iter().any(has_required_anti_affinity);
         let mut filters = FilterState::new(&nodes, &pods, &namespaces);
         filters.set_device_classes(&device_classes, &gates);
         let node_index = nodes

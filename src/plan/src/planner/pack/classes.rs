@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dra_sim::filters::Allocatable;
+use dra_sim::pods::{required_node_affinity, required_pod_affinity, required_pod_anti_affinity};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::super::Planner;
@@ -32,40 +33,26 @@ pub(super) struct SizeClass {
 /// node affinity, spread and pod (anti-)affinity topology keys.
 fn keys_that_matter<'a>(pods: impl Iterator<Item = &'a Pod>) -> BTreeSet<String> {
     let mut keys = BTreeSet::new();
-    for spec in pods.filter_map(|p| p.spec.as_ref()) {
+    for pod in pods {
+        let Some(spec) = pod.spec.as_ref() else {
+            continue;
+        };
         keys.extend(spec.node_selector.iter().flat_map(|s| s.keys().cloned()));
-        if let Some(affinity) = &spec.affinity {
-            let terms = affinity
-                .node_affinity
-                .as_ref()
-                .and_then(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                })
-                .map(|r| r.node_selector_terms.as_slice())
-                .unwrap_or_default();
-            for term in terms {
-                keys.extend(
-                    term.match_expressions
-                        .iter()
-                        .flatten()
-                        .map(|e| e.key.clone()),
-                );
-            }
-            let pod_terms = affinity
-                .pod_affinity
-                .iter()
-                .filter_map(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                })
-                .chain(affinity.pod_anti_affinity.iter().filter_map(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                }))
-                .flatten();
-            keys.extend(pod_terms.map(|t| t.topology_key.clone()));
+        let node_terms = required_node_affinity(pod)
+            .map(|r| r.node_selector_terms.as_slice())
+            .unwrap_or_default();
+        for term in node_terms {
+            keys.extend(
+                term.match_expressions
+                    .iter()
+                    .flatten()
+                    .map(|e| e.key.clone()),
+            );
         }
+        let pod_terms = required_pod_affinity(pod)
+            .iter()
+            .chain(required_pod_anti_affinity(pod));
+        keys.extend(pod_terms.map(|t| t.topology_key.clone()));
         keys.extend(
             spec.topology_spread_constraints
                 .iter()
@@ -74,11 +61,6 @@ fn keys_that_matter<'a>(pods: impl Iterator<Item = &'a Pod>) -> BTreeSet<String>
         );
     }
     keys
-}
-
-/// Whether the pod has a required pod anti-affinity term.
-pub(super) fn has_required_anti_affinity(pod: &Pod) -> bool {
-    !dra_sim::pods::required_pod_anti_affinity(pod).is_empty()
 }
 
 /// Node label keys the DRA allocator reads: the node selectors of claims

@@ -25,6 +25,7 @@
 use std::collections::BTreeMap;
 
 use dra_sim::filters::Allocatable;
+use dra_sim::pods::has_required_anti_affinity;
 use dra_sim::snapshot::{PodClaims, Verdict};
 
 use super::expander::ClassChoice;
@@ -33,7 +34,6 @@ use crate::groups::template_node;
 
 mod classes;
 
-use classes::has_required_anti_affinity;
 pub(super) use classes::{SizeClasses, dra_label_keys};
 
 /// The size classes of one packing, with the template each is filled on.
