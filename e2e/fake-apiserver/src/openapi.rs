@@ -65,7 +65,12 @@ fn builtins() -> &'static Builtins {
         add::<api::core::v1::Binding>(g, r, "", "v1", "Binding");
         add::<api::coordination::v1::Lease>(g, r, "coordination.k8s.io", "v1", "Lease");
         add::<api::events::v1::Event>(g, r, "events.k8s.io", "v1", "Event");
+        add::<api::core::v1::PodTemplate>(g, r, "", "v1", "PodTemplate");
         add::<api::apps::v1::DaemonSet>(g, r, "apps", "v1", "DaemonSet");
+        add::<api::apps::v1::Deployment>(g, r, "apps", "v1", "Deployment");
+        add::<api::apps::v1::ReplicaSet>(g, r, "apps", "v1", "ReplicaSet");
+        add::<api::apps::v1::StatefulSet>(g, r, "apps", "v1", "StatefulSet");
+        add::<api::batch::v1::Job>(g, r, "batch", "v1", "Job");
         add::<api::scheduling::v1::PriorityClass>(g, r, "scheduling.k8s.io", "v1", "PriorityClass");
         add::<api::policy::v1::PodDisruptionBudget>(g, r, "policy", "v1", "PodDisruptionBudget");
         add::<api::policy::v1::Eviction>(g, r, "policy", "v1", "Eviction");

@@ -261,6 +261,9 @@ impl Registry {
         let core_events_key = core_events.key();
         reg.insert(core_events);
         reg.insert(core("configmaps", "ConfigMap", true, false).with_short_names(&["cm"]));
+        // What ProvisioningRequests and CapacityBuffers take their pod
+        // templates from.
+        reg.insert(core("podtemplates", "PodTemplate", true, false));
         reg.insert(ResourceDef::new(
             "coordination.k8s.io",
             "v1",
@@ -278,6 +281,17 @@ impl Registry {
             ResourceDef::new("apps", "v1", "daemonsets", "DaemonSet", true, true)
                 .with_short_names(&["ds"])
                 .with_categories(&["all"]),
+        );
+        let apps = |plural: &str, kind: &str, short: &'static [&'static str]| {
+            ResourceDef::new("apps", "v1", plural, kind, true, true)
+                .with_short_names(short)
+                .with_categories(&["all"])
+        };
+        reg.insert(apps("deployments", "Deployment", &["deploy"]));
+        reg.insert(apps("replicasets", "ReplicaSet", &["rs"]));
+        reg.insert(apps("statefulsets", "StatefulSet", &["sts"]));
+        reg.insert(
+            ResourceDef::new("batch", "v1", "jobs", "Job", true, true).with_categories(&["all"]),
         );
         // Its status is reset on create, as upstream's strategy does; evictions spend it.
         reg.insert(

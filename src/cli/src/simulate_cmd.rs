@@ -32,7 +32,8 @@ pub enum SimulateOutput {
     /// Pods placed on existing nodes only.
     Pods(Report),
     /// A plan over node groups, and the scale-down analysis after it.
-    Plan(PlanReport, ScaleDownReport),
+    /// (Boxed: a plan is far larger than the other variant.)
+    Plan(Box<PlanReport>, ScaleDownReport),
 }
 
 impl SimulateOutput {
@@ -162,7 +163,10 @@ impl SimulateArgs {
         loader.keep_kind("apps", "DaemonSet");
         let (pdb_group, pdb_kind) = dra_plan::scaledown::pdb::PDB_KIND;
         loader.keep_kind(pdb_group, pdb_kind);
-        for (group, kind) in dra_plan::gang::GANG_KINDS {
+        for (group, kind) in dra_plan::gang::GANG_KINDS
+            .iter()
+            .chain(dra_plan::templates::STAND_IN_KINDS)
+        {
             loader.keep_kind(group, kind);
         }
         let loaded = input::load(&self.paths, loader)?;
@@ -170,7 +174,13 @@ impl SimulateArgs {
             .into_iter()
             .flatten()
             .collect();
-        let has_groups = loaded.objects.extra.iter().any(|o| o.kind == "NodeGroup");
+        // ProvisioningRequests and CapacityBuffers are planned too, on
+        // existing capacity when there is no NodeGroup.
+        let has_groups = loaded.objects.extra.iter().any(|o| {
+            o.kind == "NodeGroup"
+                || o.kind == dra_plan::provreq::KIND
+                || o.kind == dra_plan::buffers::KIND
+        });
         let output = if has_groups {
             let (gates, gang_apis) = self.planning_gates(&loaded.objects)?;
             notes.extend(gang_apis);
@@ -185,7 +195,7 @@ impl SimulateArgs {
                     ..ScaleDownOptions::default()
                 },
             );
-            SimulateOutput::Plan(plan, scale_down)
+            SimulateOutput::Plan(Box::new(plan), scale_down)
         } else {
             SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, self.gates()?))
         };

@@ -9,7 +9,10 @@
 //! (allocations only when the expectation lists them); `nodeGroupErrors` by
 //! nodeGroup when expected; `scaleDowns` and `scaleDownBlocked`, when the
 //! expectation has the key, in order by node and nodeGroup, each expected
-//! reason a substring of the actual one.
+//! reason a substring of the actual one; `provisioningRequests` and
+//! `capacityBuffers`, when expected, in order, every key written in the
+//! expectation (a `condition`'s keys likewise) and each expected reason a
+//! substring of some actual reason.
 
 mod golden;
 
@@ -91,6 +94,30 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
                 Value::Array(es.to_vec()),
                 Value::Array(as_.to_vec())
             ));
+        }
+    }
+    for (key, name_key) in [
+        ("provisioningRequests", "provisioningRequest"),
+        ("capacityBuffers", "capacityBuffer"),
+    ] {
+        if expected.get(key).is_none() {
+            continue;
+        }
+        let (el, al) = (list(expected, key), list(actual, key));
+        if el.len() != al.len() {
+            problems.push(format!("expected {} {key}, got {}", el.len(), al.len()));
+        }
+        for (e, a) in el.iter().zip(al) {
+            let name = e[name_key].as_str().unwrap_or("?");
+            for (field, ev) in e.as_object().into_iter().flatten() {
+                if field != "reasons" && !a.get(field).is_some_and(|av| same(ev, av)) {
+                    problems.push(format!(
+                        "{key} {name}: {field} expected {ev} got {}",
+                        a.get(field).unwrap_or(&Value::Null)
+                    ));
+                }
+            }
+            problems.extend(missing_reasons(&format!("{key} {name}"), e, a));
         }
     }
     for e in list(expected, "nodeGroupErrors") {

@@ -81,6 +81,7 @@ pub struct Autoscaler {
     config: LoopConfig,
     leading: Option<watch::Receiver<bool>>,
     scale_down: Option<ScaleDowns>,
+    stand_ins: crate::provreq::write::StandInWriter,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -151,6 +152,7 @@ impl Autoscaler {
             &kube::discovery::ApiResource::erase::<NodeGroup>(&()),
         );
         Self {
+            stand_ins: crate::provreq::write::StandInWriter::new(client.clone()),
             status: StatusWriter::new(client),
             node_group_api,
             validity: validity::Reported::default(),
@@ -267,7 +269,9 @@ impl Autoscaler {
         if !built.skipped.is_empty() {
             tracing::debug!(skipped = ?built.skipped, "pending pods left out");
         }
-        if built.planned_for.is_empty() {
+        // ProvisioningRequests and CapacityBuffers are planned every loop,
+        // pending pods or not: their stand-in pods live only in the planner.
+        if built.planned_for.is_empty() && !crate::provreq::any_planned(&inputs.stand_in_objects) {
             self.metrics.unschedulable_gangs.set(0);
             self.metrics.waiting_gangs.set(0);
             self.after_plan(
@@ -328,6 +332,16 @@ impl Autoscaler {
         for notice in notices::for_plan(&report, &outcomes, &held_back, &refs) {
             self.events.publish(&notice, now).await;
         }
+        summary.stand_ins = self
+            .stand_ins
+            .write(
+                &report,
+                &outcomes,
+                &inputs.stand_in_objects,
+                &self.events,
+                now,
+            )
+            .await;
         self.after_plan(
             inputs,
             &groups,

@@ -15,6 +15,8 @@
 //!   safe.
 //! * [`autoscaler`]: one loop; [`status`] writes NodeGroup status; [`executor`]
 //!   talks to providers; [`events`] and [`notices`] tell operators why.
+//! * [`provreq`] and [`buffers`]: ProvisioningRequests and CapacityBuffers
+//!   watched, fed to the planner, and their conditions and status written.
 //! * [`scaledown`]: after the plan, which nodes to remove, and removing them
 //!   (taint, evictions, provider delete), crash-safely.
 //! * [`lease`], [`metrics`], [`health`]: running as a replicated Deployment.
@@ -26,6 +28,7 @@
 pub mod args;
 pub mod autoscaler;
 pub mod backoff;
+pub mod buffers;
 pub mod conditions;
 pub mod events;
 pub mod executor;
@@ -35,6 +38,7 @@ pub mod lease;
 pub mod metrics;
 pub mod notices;
 pub mod pods;
+pub mod provreq;
 pub mod run;
 pub mod scaledown;
 pub mod snapshot;

@@ -230,6 +230,7 @@ pub async fn run_with_clients(
     tracing::info!(
         gang_apis = ?optional.gangs.iter().map(|a| format!("{}/{}", a.api_version, a.kind)).collect::<Vec<_>>(),
         device_taint_rules = optional.device_taint_rules,
+        provisioning_apis = ?optional.stand_ins.iter().map(|a| format!("{}/{}", a.api_version, a.kind)).collect::<Vec<_>>(),
         "discovered optional APIs"
     );
     let gates = resolve_gates(&client, &args, &optional).await?;

@@ -14,7 +14,9 @@
 //!   it will be (the planner adds template ResourceSlices for nodes whose drivers
 //!   have not published yet);
 //! - NodeGroups are the ones given by the caller, with the status it reconciled
-//!   (upcoming nodes), and gang objects travel untyped for the gang detector.
+//!   (upcoming nodes), and gang objects travel untyped for the gang detector,
+//!   as do ProvisioningRequests, CapacityBuffers and their templates for the
+//!   planner's stand-in pods.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,7 +38,9 @@ use kube::api::DynamicObject;
 
 use crate::pods::{PendingPolicy, Priorities, Skip, classify, is_pending, nominated_node};
 
-/// An object of a gang API, with the type it was watched as.
+/// An object watched untyped (of a gang API, or a ProvisioningRequest,
+/// CapacityBuffer or an object whose pod template they name), with the type
+/// it was watched as.
 #[derive(Debug, Clone)]
 pub struct GangObject {
     /// `group/version` it was listed under.
@@ -78,6 +82,9 @@ pub struct Inputs {
     pub unusable_node_groups: Vec<crate::validity::Unusable>,
     /// Objects of every gang API the cluster serves.
     pub gang_objects: Vec<GangObject>,
+    /// ProvisioningRequests, CapacityBuffers, and the PodTemplates and
+    /// scalable objects they name (empty when the cluster serves neither).
+    pub stand_in_objects: Vec<GangObject>,
     /// `spec.workloadRef` of pods on 1.35 clusters, by (namespace, name).
     pub pod_workload_refs: BTreeMap<(String, String), serde_json::Value>,
 }
@@ -277,7 +284,7 @@ pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions)
             .iter()
             .filter_map(|p| extra(p.as_ref())),
     );
-    for gang in &inputs.gang_objects {
+    for gang in inputs.gang_objects.iter().chain(&inputs.stand_in_objects) {
         let Ok(mut value) = serde_json::to_value(gang.object.as_ref()) else {
             continue;
         };

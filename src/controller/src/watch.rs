@@ -45,6 +45,9 @@ pub struct OptionalApis {
     pub gangs: Vec<ApiResource>,
     /// Whether `resource.k8s.io/v1` serves DeviceTaintRules.
     pub device_taint_rules: bool,
+    /// cluster-autoscaler's ProvisioningRequests (`v1`) and CapacityBuffers
+    /// (`v1beta1`), when served at those versions (see [`crate::provreq`]).
+    pub stand_ins: Vec<ApiResource>,
 }
 
 /// Picks the gang kinds and DeviceTaintRules out of discovered resources,
@@ -65,6 +68,9 @@ pub fn select_optional<'a>(
             if group == "resource.k8s.io" && ar.kind == "DeviceTaintRule" && ar.version == "v1" {
                 out.device_taint_rules = true;
             }
+            if crate::provreq::apis::is_read(group, &ar) {
+                out.stand_ins.push(ar.clone());
+            }
         }
     }
     out.gangs
@@ -80,6 +86,7 @@ pub fn select_optional<'a>(
 pub async fn discover(client: &Client) -> Result<OptionalApis, DiscoveryError> {
     let mut wanted: Vec<&str> = dra_plan::gang::GANG_KINDS.iter().map(|(g, _)| *g).collect();
     wanted.push("resource.k8s.io");
+    wanted.push(dra_plan::provreq::API_GROUP);
     wanted.sort_unstable();
     wanted.dedup();
     let discovery = Discovery::new(client.clone())
@@ -122,6 +129,9 @@ pub struct Stores {
     /// the whole list (see [`crate::validity`]).
     node_groups: Store<DynamicObject>,
     gangs: Vec<(ApiResource, Store<DynamicObject>)>,
+    /// ProvisioningRequests, CapacityBuffers and the objects whose pod
+    /// templates they name, untyped (read leniently by the planner).
+    stand_ins: Vec<(ApiResource, Store<DynamicObject>)>,
     /// Pods as untyped objects, only on clusters serving the 1.35
     /// `scheduling.k8s.io/v1alpha1` Workload API: their `spec.workloadRef`
     /// was removed from the Pod type in 1.36, so the typed store drops it.
@@ -197,19 +207,24 @@ impl Stores {
                 .as_ref()
                 .map(|store| workload_refs(&store.state()))
                 .unwrap_or_default(),
-            gang_objects: self
-                .gangs
-                .iter()
-                .flat_map(|(ar, store)| {
-                    store.state().into_iter().map(|object| GangObject {
-                        api_version: ar.api_version.clone(),
-                        kind: ar.kind.clone(),
-                        object,
-                    })
-                })
-                .collect(),
+            gang_objects: untyped_objects(&self.gangs),
+            stand_in_objects: untyped_objects(&self.stand_ins),
         }
     }
+}
+
+/// Every object of the untyped stores, with the type each was watched as.
+fn untyped_objects(stores: &[(ApiResource, Store<DynamicObject>)]) -> Vec<GangObject> {
+    stores
+        .iter()
+        .flat_map(|(ar, store)| {
+            store.state().into_iter().map(|object| GangObject {
+                api_version: ar.api_version.clone(),
+                kind: ar.kind.clone(),
+                object,
+            })
+        })
+        .collect()
 }
 
 /// `spec.workloadRef` of untyped pods, by (namespace, name).
@@ -367,6 +382,11 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         })
         .collect();
 
+    let stand_ins = crate::provreq::apis::watched(&optional.stand_ins)
+        .iter()
+        .map(|ar| (ar.clone(), untyped(client, &mut tasks, ar)))
+        .collect();
+
     let stores = Stores {
         nodes: typed(client, &mut tasks, all()),
         pods,
@@ -383,6 +403,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         pod_disruption_budgets: typed(client, &mut tasks, all()),
         node_groups: untyped(client, &mut tasks, &ApiResource::erase::<NodeGroup>(&())),
         gangs,
+        stand_ins,
         legacy_pods,
         ready: ready_rx,
     };
@@ -422,7 +443,7 @@ impl Stores {
         self.priority_classes.wait_until_ready().await?;
         self.pod_disruption_budgets.wait_until_ready().await?;
         self.node_groups.wait_until_ready().await?;
-        for (_, s) in &self.gangs {
+        for (_, s) in self.gangs.iter().chain(&self.stand_ins) {
             s.wait_until_ready().await?;
         }
         Ok(())
@@ -489,6 +510,7 @@ mod tests {
                 plural: "workloads".into(),
             }],
             device_taint_rules: false,
+            stand_ins: Vec::new(),
         };
         assert!(serves_workload_v1alpha1(&served("v1alpha1")));
         assert!(!serves_workload_v1alpha1(&served("v1alpha3")));

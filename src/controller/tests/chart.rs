@@ -99,6 +99,13 @@ const WATCHED: &[(&str, &str)] = &[
     ("scheduling.x-k8s.io", "podgroups"),
     ("scheduling.sigs.k8s.io", "podgroups"),
     ("scheduling.volcano.sh", "podgroups"),
+    ("autoscaling.x-k8s.io", "provisioningrequests"),
+    ("autoscaling.x-k8s.io", "capacitybuffers"),
+    ("", "podtemplates"),
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
 ];
 
 fn allows(rules: &[PolicyRule], group: &str, resource: &str, verb: &str) -> bool {
@@ -285,6 +292,13 @@ fn check(values: &str, text: &str) -> Rendered {
             "update"
         ));
         assert!(allows(rules, "events.k8s.io", "events", "create"));
+        for status in ["provisioningrequests/status", "capacitybuffers/status"] {
+            assert!(allows(rules, "autoscaling.x-k8s.io", status, "patch"));
+        }
+        assert!(
+            !allows(rules, "", "pods/status", "patch"),
+            "status.nominatedNodeName is the scheduler's (KEP-5278)"
+        );
         // Scale-down: taint nodes, evict pods; nothing more on either.
         assert!(allows(rules, "", "nodes", "patch"));
         assert!(allows(rules, "", "pods/eviction", "create"));
@@ -376,9 +390,15 @@ fn chart_lints_and_renders_every_value_set() {
             ],
         );
         let rendered = check(&values, &text);
+        // The NodeGroup CRD, plus cluster-autoscaler's two when asked for.
+        let crds = if values == "upstream-crds-values.yaml" {
+            3
+        } else {
+            1
+        };
         assert_eq!(
             rendered.kinds.get("CustomResourceDefinition"),
-            Some(&1),
+            Some(&crds),
             "{values}"
         );
         match values.as_str() {
@@ -461,9 +481,22 @@ fn chart_lints_and_renders_every_value_set() {
                 assert_eq!(rendered.kinds.get("ClusterRole"), None, "rbac.create=false");
                 assert_eq!(rendered.kinds.get("ServiceAccount"), None);
             }
+            "upstream-crds-values.yaml" => {
+                for crd in [
+                    "provisioningrequests.autoscaling.x-k8s.io",
+                    "capacitybuffers.autoscaling.x-k8s.io",
+                ] {
+                    assert!(text.contains(&format!("name: {crd}")), "{values}: {crd}");
+                }
+                assert_eq!(
+                    text.matches("helm.sh/resource-policy: keep").count(),
+                    2,
+                    "{values}: uninstalling keeps the upstream CRDs"
+                );
+            }
             other => panic!("add expectations for {other}"),
         }
         seen.insert(values);
     }
-    assert_eq!(seen.len(), 6);
+    assert_eq!(seen.len(), 7);
 }

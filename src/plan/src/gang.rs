@@ -54,7 +54,8 @@ pub const GANG_KINDS: &[(&str, &str)] = &[
 
 /// Which API a gang comes from. Written (in JSON, text and logs) as
 /// [`GangApi::as_str`] says: `single`, `pod-group`, `workload`,
-/// `coscheduling`, `volcano`, `kueue`.
+/// `coscheduling`, `volcano`, `kueue`, `provisioning-request`,
+/// `capacity-buffer`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum GangApi {
     /// Not in any group.
@@ -69,17 +70,26 @@ pub enum GangApi {
     Volcano,
     /// Kueue plain-pod group.
     Kueue,
+    /// The pods a ProvisioningRequest (`autoscaling.x-k8s.io/v1`) asks room
+    /// for: one gang of all its pod sets (see [`crate::provreq`]).
+    ProvisioningRequest,
+    /// One chunk of a CapacityBuffer (`autoscaling.x-k8s.io/v1beta1`): a
+    /// stand-in pod placed on its own, like a single pod (see
+    /// [`crate::buffers`]).
+    CapacityBuffer,
 }
 
 impl GangApi {
     /// Every API, in declaration order.
-    pub const ALL: [GangApi; 6] = [
+    pub const ALL: [GangApi; 8] = [
         GangApi::Single,
         GangApi::PodGroup,
         GangApi::Workload,
         GangApi::Coscheduling,
         GangApi::Volcano,
         GangApi::Kueue,
+        GangApi::ProvisioningRequest,
+        GangApi::CapacityBuffer,
     ];
 
     /// The API's name: the one table between the enum and its spelling
@@ -93,13 +103,16 @@ impl GangApi {
             GangApi::Coscheduling => "coscheduling",
             GangApi::Volcano => "volcano",
             GangApi::Kueue => "kueue",
+            GangApi::ProvisioningRequest => "provisioning-request",
+            GangApi::CapacityBuffer => "capacity-buffer",
         }
     }
 
-    /// Whether pods of this API start together (everything but `single`).
+    /// Whether pods of this API start together (everything but `single`
+    /// and buffer chunks, which land one by one).
     #[must_use]
     pub fn is_gang(self) -> bool {
-        self != GangApi::Single
+        !matches!(self, GangApi::Single | GangApi::CapacityBuffer)
     }
 
     /// `(API group, kind)` of the objects that define gangs of this API
@@ -111,7 +124,10 @@ impl GangApi {
             GangApi::PodGroup => &GANG_KINDS[1..2],
             GangApi::Coscheduling => &GANG_KINDS[2..4],
             GangApi::Volcano => &GANG_KINDS[4..5],
-            GangApi::Kueue | GangApi::Single => &[],
+            GangApi::Kueue
+            | GangApi::Single
+            | GangApi::ProvisioningRequest
+            | GangApi::CapacityBuffer => &[],
         }
     }
 
@@ -133,7 +149,7 @@ impl std::fmt::Display for GangApi {
 /// A gang API name that is not one of [`GangApi::as_str`]'s.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown gang API {0:?}: expected single, pod-group, workload, coscheduling, volcano or kueue"
+    "unknown gang API {0:?}: expected single, pod-group, workload, coscheduling, volcano, kueue, provisioning-request or capacity-buffer"
 )]
 pub struct UnknownGangApi(pub String);
 
@@ -253,6 +269,9 @@ pub struct Gang {
     pub blocked: Option<String>,
     /// The highest priority among pending members.
     pub priority: i32,
+    /// Only existing (and upcoming) capacity may take it: a check-capacity
+    /// ProvisioningRequest never scales up.
+    pub existing_only: bool,
 }
 
 impl Gang {
@@ -401,7 +420,10 @@ impl Groups {
                         min_member(),
                     );
                 }
-                GangApi::Kueue | GangApi::Single => {}
+                GangApi::Kueue
+                | GangApi::Single
+                | GangApi::ProvisioningRequest
+                | GangApi::CapacityBuffer => {}
             }
         }
         Groups { policies }
@@ -566,6 +588,7 @@ pub fn detect_gangs(
             topology_key,
             blocked,
             priority: priority(pod),
+            existing_only: false,
         });
     }
     gangs
@@ -577,7 +600,10 @@ fn api_object(api: GangApi) -> &'static str {
         GangApi::Workload => "Workload pod group (scheduling.k8s.io/v1alpha1)",
         GangApi::Coscheduling => "PodGroup (scheduling.x-k8s.io)",
         GangApi::Volcano => "PodGroup (scheduling.volcano.sh)",
-        GangApi::Kueue | GangApi::Single => "group",
+        GangApi::Kueue
+        | GangApi::Single
+        | GangApi::ProvisioningRequest
+        | GangApi::CapacityBuffer => "group",
     }
 }
 
@@ -591,5 +617,6 @@ fn single(pod: &Pod, pod_index: usize) -> Gang {
         topology_key: None,
         blocked: is_gated(pod).then(|| "the pod is scheduling-gated".to_string()),
         priority: priority(pod),
+        existing_only: false,
     }
 }

@@ -4,12 +4,15 @@
 //! that the scheduler can place every pending gang whole: a value with reasons,
 //! never an action. No I/O, no clock, no threads.
 
+pub mod buffers;
 pub mod gang;
 pub mod gang_apis;
 pub mod groups;
 pub mod planner;
+pub mod provreq;
 pub mod report;
 pub mod scaledown;
+pub mod templates;
 #[cfg(feature = "testing")]
 pub mod testing;
 

@@ -7,8 +7,10 @@ use dra_sim::ObjectRef;
 use dra_sim::report::PodReport;
 use serde::{Deserialize, Serialize};
 
+use crate::buffers::CapacityBufferReport;
 use crate::gang::{GangApi, GangRef};
 use crate::groups::GroupError;
+use crate::provreq::ProvisioningRequestReport;
 
 /// New nodes for one group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +86,14 @@ pub struct PlanReport {
     /// NodeGroups that were not usable, and why.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub node_group_errors: Vec<GroupError>,
+    /// Every ProvisioningRequest in the input and what the plan means for
+    /// it (the condition the autoscaler sets), in input order.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub provisioning_requests: Vec<ProvisioningRequestReport>,
+    /// Every CapacityBuffer in the input and where its chunks are, in input
+    /// order.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub capacity_buffers: Vec<CapacityBufferReport>,
 }
 
 impl PlanReport {
@@ -123,6 +133,52 @@ impl PlanReport {
             );
             for r in &g.reasons {
                 let _ = writeln!(out, "    - {r}");
+            }
+        }
+        if !self.provisioning_requests.is_empty() {
+            let _ = writeln!(out, "PROVISIONING REQUESTS");
+        }
+        for r in &self.provisioning_requests {
+            let outcome = serde_json::to_value(r.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "  {} ({}, {} pods): {outcome}",
+                r.provisioning_request, r.provisioning_class, r.pod_count
+            );
+            if r.booked > 0 {
+                let _ = write!(out, ", {} booked", r.booked);
+            }
+            if let Some(c) = &r.condition {
+                let _ = write!(out, " [{}={} {}]", c.type_, c.status, c.reason);
+            }
+            let _ = writeln!(out);
+            for reason in &r.reasons {
+                let _ = writeln!(out, "    - {reason}");
+            }
+        }
+        if !self.capacity_buffers.is_empty() {
+            let _ = writeln!(out, "CAPACITY BUFFERS");
+        }
+        for b in &self.capacity_buffers {
+            let outcome = serde_json::to_value(b.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {} ({} x {}): {outcome}: {} on existing nodes, {} on new nodes, {} waiting",
+                b.capacity_buffer,
+                b.replicas,
+                b.pod_template.as_deref().unwrap_or("?"),
+                b.existing,
+                b.new_nodes,
+                b.waiting
+            );
+            for reason in &b.reasons {
+                let _ = writeln!(out, "    - {reason}");
             }
         }
         for e in &self.node_group_errors {

@@ -277,7 +277,9 @@ fn gang_api_names_are_the_report_contract_and_parse_back() {
             "workload",
             "coscheduling",
             "volcano",
-            "kueue"
+            "kueue",
+            "provisioning-request",
+            "capacity-buffer"
         ]
     );
     for api in GangApi::ALL {

@@ -32,6 +32,8 @@ pub struct LoopSummary {
     pub status_errors: Vec<String>,
     /// What scale-down did, when it is on.
     pub scale_down: Option<ScaleDownSummary>,
+    /// ProvisioningRequests and CapacityBuffers whose status was written.
+    pub stand_ins: crate::provreq::write::Written,
     /// A scale-up never reached its provider: the next loop should come soon
     /// (with jitter), not a whole scan interval later.
     pub retry_soon: bool,

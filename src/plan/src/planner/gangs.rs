@@ -213,7 +213,18 @@ impl Planner<'_> {
     ) -> Attempt {
         let mut attempt = Attempt::default();
         let unplaced = self.place_on_existing(gang, claims, (domain, existing), &mut attempt);
-        self.open_new_nodes(gang, claims, domain, &mut attempt, unplaced);
+        if gang.existing_only {
+            if !unplaced.is_empty() {
+                attempt.reasons.push(format!(
+                    "existing capacity holds {} of the {} pods, and class {} never adds nodes",
+                    attempt.placements.len(),
+                    gang.pending.len(),
+                    crate::provreq::CHECK_CAPACITY_CLASS
+                ));
+            }
+        } else {
+            self.open_new_nodes(gang, claims, domain, &mut attempt, unplaced);
+        }
         if self.options.expander == Expander::LeastWaste {
             attempt.waste = self.waste_of(&attempt);
         }

@@ -47,6 +47,7 @@ mod new_nodes;
 mod pack;
 mod probe;
 mod singles;
+mod stand_ins;
 mod types;
 
 pub use expander::Expander;
@@ -105,6 +106,8 @@ pub struct Prepared {
     /// Node label keys the DRA allocator reads: allocated claims' and
     /// network-attached slices' node selectors.
     dra_label_keys: BTreeSet<String>,
+    /// ProvisioningRequests and CapacityBuffers, and their pods.
+    stand_ins: stand_ins::StandIns,
 }
 
 /// Reads and indexes `objects` for [`Prepared::run`].
@@ -112,14 +115,33 @@ pub struct Prepared {
 pub fn prepare(mut objects: ClusterObjects, gates: FeatureGates) -> Prepared {
     let (groups, node_group_errors) = read_groups(&objects.extra, &objects.nodes);
     add_missing_template_slices(&mut objects, &groups);
+    let mut stand_ins = stand_ins::StandIns::add_pods(&mut objects);
     let extra = std::mem::take(&mut objects.extra);
     let daemon_pods = daemonsets::daemon_pods(&extra);
     let dra_label_keys = pack::dra_label_keys(&objects);
     let workload_refs = std::mem::take(&mut objects.pod_workload_refs);
     let snapshot = Snapshot::new(objects, gates);
     let pending = snapshot.pending_pods();
-    let mut gangs = detect_gangs(snapshot.pods(), &pending, &extra, &workload_refs, &gates);
+    // Stand-in pods follow the input's pods; their gangs are the requests'
+    // and buffers', never a gang their template's labels name.
+    let first_stand_in = stand_ins.first_pod(snapshot.pods().len());
+    // Pending pods consuming a ProvisioningRequest never trigger a scale-up
+    // (cluster-autoscaler filters them out): the request booked their room.
+    let (input_pending, consumers): (Vec<usize>, Vec<usize>) = pending
+        .iter()
+        .copied()
+        .filter(|&i| i < first_stand_in)
+        .partition(|&i| crate::provreq::consumed_request(&snapshot.pods()[i]).is_none());
+    stand_ins.consumers = consumers;
+    let mut gangs = detect_gangs(
+        &snapshot.pods()[..first_stand_in],
+        &input_pending,
+        &extra,
+        &workload_refs,
+        &gates,
+    );
     gangs = split_satisfied_gangs(gangs);
+    gangs.extend(stand_ins.gangs(&snapshot));
     // Stable: equal priorities keep placement order.
     gangs.sort_by_key(|g| std::cmp::Reverse(g.priority));
     Prepared {
@@ -130,6 +152,7 @@ pub fn prepare(mut objects: ClusterObjects, gates: FeatureGates) -> Prepared {
         pending,
         gangs,
         dra_label_keys,
+        stand_ins,
     }
 }
 
@@ -154,10 +177,11 @@ impl Prepared {
             pending,
             gangs,
             dra_label_keys,
+            stand_ins,
         } = self;
         let (report, snapshot, names) = run(
             &groups,
-            (node_group_errors, daemon_pods, dra_label_keys),
+            (node_group_errors, daemon_pods, dra_label_keys, stand_ins),
             snapshot,
             &pending,
             &gangs,
@@ -191,10 +215,11 @@ impl Planned {
 
 fn run(
     groups: &[Group],
-    (node_group_errors, daemon_pods, dra_label_keys): (
+    (node_group_errors, daemon_pods, dra_label_keys, stand_ins): (
         Vec<crate::groups::GroupError>,
         Vec<Pod>,
         BTreeSet<String>,
+        stand_ins::StandIns,
     ),
     snapshot: Snapshot,
     pending: &[usize],
@@ -232,6 +257,8 @@ fn run(
         }
     }
     planner.upcoming_end = planner.snapshot.nodes().len();
+    // Booked capacity is taken before any pending pod is planned.
+    let booked = stand_ins.book(&mut planner, options.now);
     planner.snapshot.seal();
     let mut report = PlanReport {
         node_group_errors,
@@ -272,6 +299,8 @@ fn run(
             }
         })
         .collect();
+    planner.report_consumers(&stand_ins, &mut report);
+    stand_ins.report(&mut report, &booked, options.now);
     (report, planner.snapshot, planner.names)
 }
 
@@ -323,6 +352,7 @@ fn split_satisfied_gangs(gangs: Vec<Gang>) -> Vec<Gang> {
                     topology_key: None,
                     blocked: None,
                     priority: gang.priority,
+                    existing_only: false,
                 });
             }
         } else {

@@ -34,6 +34,7 @@ impl Planner<'_> {
             topology_key: None,
             blocked: None,
             priority: singles.first().map_or(0, |g| g.priority),
+            existing_only: false,
         };
         let start = self.snapshot.checkpoint();
         let mut attempt = Attempt::default();
@@ -139,9 +140,14 @@ impl Planner<'_> {
                         (GangOutcome::Waits, self.unschedulable(pod_index, reasons))
                     }
                 };
+                // A buffer chunk is reported under its buffer.
+                let (pod_group, api) = match gang.api {
+                    GangApi::CapacityBuffer => (gang.name.clone(), gang.api),
+                    _ => (GangRef::object(name), GangApi::Single),
+                };
                 report.pod_groups.push(PodGroupReport {
-                    pod_group: GangRef::object(name),
-                    api: GangApi::Single,
+                    pod_group,
+                    api,
                     outcome,
                     min_count: 1,
                     members: vec![self.name(pod_index)],

@@ -89,7 +89,11 @@ fn gang_object<'a>(extra: &'a [ExtraObject], api: GangApi, gang: &GangRef) -> Op
         GangApi::Volcano => (&["scheduling.volcano.sh"], "PodGroup"),
         // A 1.35 pod group lives in its Workload.
         GangApi::Workload => (&["scheduling.k8s.io"], "Workload"),
-        GangApi::Kueue | GangApi::Single => return None,
+        // Stand-ins are never bound pods: they have no gang object here.
+        GangApi::Kueue
+        | GangApi::Single
+        | GangApi::ProvisioningRequest
+        | GangApi::CapacityBuffer => return None,
     };
     let wanted = (gang.object.namespace.as_str(), gang.object.name.as_str());
     extra

@@ -18,6 +18,7 @@ use super::pdb::Budgets;
 use super::report::{ScaleDown, ScaleDownBlocked, ScaleDownReport, Unneeded};
 use super::settings::GroupSettings;
 use super::utilization::{Utilization, allocated_devices, pools_by_node};
+use crate::gang::GangApi;
 use crate::groups::read_groups;
 use crate::report::PlanReport;
 
@@ -55,7 +56,9 @@ pub(super) struct Pass<'a> {
     gangs: RunningGangs,
     /// Node index -> pods bound there now.
     pods_on: Vec<Vec<usize>>,
-    /// Node index -> a pending pod the plan puts there.
+    /// Node index -> why the plan needs it: a pending pod it puts there, a
+    /// CapacityBuffer chunk kept there, or capacity booked there for a
+    /// ProvisioningRequest.
     planned_for: BTreeMap<usize, String>,
     candidates: Vec<Candidate>,
     drainer: Drainer,
@@ -100,7 +103,10 @@ fn cpu_memory(snapshot: &mut Snapshot, index: usize) -> [(String, f64); 2] {
 }
 
 /// Places the pending pods the plan put on existing nodes there, so they hold their room;
-/// returns, per node, one of those pods.
+/// returns, per node, why the plan needs it (one of those pods). Stand-in pods (a
+/// CapacityBuffer's chunks, a ProvisioningRequest's pods) and capacity booked for a
+/// provisioned request are not in the snapshot: their nodes are needed all the same, so
+/// kept capacity is never removed.
 fn replay_plan(snapshot: &mut Snapshot, plan: &PlanReport) -> BTreeMap<usize, String> {
     let by_key: HashMap<String, usize> = snapshot
         .pods()
@@ -109,16 +115,48 @@ fn replay_plan(snapshot: &mut Snapshot, plan: &PlanReport) -> BTreeMap<usize, St
         .map(|(i, p)| (pod_name(p), i))
         .collect();
     let mut planned = BTreeMap::new();
+    for request in &plan.provisioning_requests {
+        for node in &request.booked_nodes {
+            if let Some(node_index) = snapshot.node_index(node) {
+                planned.entry(node_index).or_insert_with(|| {
+                    format!(
+                        "capacity is booked on it for ProvisioningRequest {}",
+                        request.provisioning_request
+                    )
+                });
+            }
+        }
+    }
+    let stand_in = |api: GangApi| match api {
+        GangApi::CapacityBuffer => Some("CapacityBuffer"),
+        GangApi::ProvisioningRequest => Some("ProvisioningRequest"),
+        _ => None,
+    };
+    let stand_ins: HashMap<String, (&str, String)> = plan
+        .pod_groups
+        .iter()
+        .filter_map(|g| Some((stand_in(g.api)?, g)))
+        .flat_map(|(kind, g)| {
+            g.members
+                .iter()
+                .map(move |m| (m.to_string(), (kind, g.pod_group.to_string())))
+        })
+        .collect();
     for report in plan.pods.iter().filter(|p| p.outcome == Outcome::Fits) {
-        let (Some(node), Some(&pod)) = (report.node.as_deref(), by_key.get(&report.pod)) else {
+        let Some(node_index) = report.node.as_deref().and_then(|n| snapshot.node_index(n)) else {
             continue;
         };
-        let Some(node_index) = snapshot.node_index(node) else {
+        let Some(&pod) = by_key.get(&report.pod) else {
+            if let Some((kind, owner)) = stand_ins.get(&report.pod) {
+                planned
+                    .entry(node_index)
+                    .or_insert_with(|| format!("{kind} {owner} keeps pod {} on it", report.pod));
+            }
             continue;
         };
         planned
             .entry(node_index)
-            .or_insert_with(|| report.pod.clone());
+            .or_insert_with(|| format!("pending pod {} is planned onto it", report.pod));
         if snapshot.pod_node(pod).is_some() {
             continue;
         }
@@ -342,8 +380,8 @@ impl<'a> Pass<'a> {
         if let Some(hold) = node_hold(node) {
             return Err(hold);
         }
-        if let Some(pod) = self.planned_for.get(&candidate.node) {
-            return Err(format!("pending pod {pod} is planned onto it"));
+        if let Some(why) = self.planned_for.get(&candidate.node) {
+            return Err(why.clone());
         }
         if let Some(hold) = &state.settings.reserved_hold {
             return Err(hold.clone());

@@ -1,0 +1,247 @@
+//! Stand-in pods: the pods ProvisioningRequests ask room for and the chunks
+//! of CapacityBuffers, planned like pending pods; and the capacity booked for
+//! provisioned requests, taken before anything else is planned (as
+//! cluster-autoscaler books it before its scale-up). See [`crate::provreq`]
+//! and [`crate::buffers`] for the upstream rules.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use dra_sim::ObjectRef;
+use dra_sim::objects::ClusterObjects;
+use dra_sim::report::{Outcome, PodReport};
+use dra_sim::snapshot::{Snapshot, Verdict};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+
+use super::Planner;
+use crate::buffers::{self, Buffer};
+use crate::gang::{Gang, GangApi, GangRef};
+use crate::provreq::{self, Request, Stage};
+use crate::report::{GangOutcome, PlanReport};
+
+/// The requests and buffers of one plan, and where their pods sit in the
+/// snapshot's pod list.
+#[derive(Debug, Default)]
+pub(super) struct StandIns {
+    requests: Vec<Request>,
+    buffers: Vec<Buffer>,
+    /// Pod index ranges of requests to plan (by request index).
+    request_pods: Vec<(usize, Range<usize>)>,
+    /// Pod index ranges of buffers (by buffer index).
+    buffer_pods: Vec<(usize, Range<usize>)>,
+    /// Pending input pods that consume a request: never planned.
+    pub(super) consumers: Vec<usize>,
+}
+
+impl StandIns {
+    /// Reads the requests and buffers among `objects.extra` and appends the
+    /// pods to plan (requests not provisioned yet, buffer chunks) to
+    /// `objects.pods`, so the snapshot holds them as pending pods.
+    pub(super) fn add_pods(objects: &mut ClusterObjects) -> Self {
+        let requests = provreq::read_requests(&objects.extra, &objects.pods);
+        let buffers = buffers::read_buffers(&objects.extra);
+        let mut out = StandIns {
+            requests,
+            buffers,
+            ..StandIns::default()
+        };
+        for (i, request) in out.requests.iter().enumerate() {
+            if request.stage == Stage::Plan && !request.pods.is_empty() {
+                let start = objects.pods.len();
+                objects.pods.extend(request.pods.iter().cloned());
+                out.request_pods.push((i, start..objects.pods.len()));
+            }
+        }
+        for (i, buffer) in out.buffers.iter().enumerate() {
+            let start = objects.pods.len();
+            objects.pods.extend(buffer.pods.iter().cloned());
+            out.buffer_pods.push((i, start..objects.pods.len()));
+        }
+        out
+    }
+
+    /// The first pod index that is a stand-in (every index below is a pod
+    /// of the input).
+    pub(super) fn first_pod(&self, pod_count: usize) -> usize {
+        self.request_pods
+            .iter()
+            .chain(&self.buffer_pods)
+            .map(|(_, r)| r.start)
+            .min()
+            .unwrap_or(pod_count)
+    }
+
+    /// One gang per request to plan (all its pods, every one needed; a
+    /// check-capacity one on existing capacity only), one single per buffer
+    /// chunk.
+    pub(super) fn gangs(&self, snapshot: &Snapshot) -> Vec<Gang> {
+        let priority = |i: usize| {
+            snapshot.pods()[i]
+                .spec
+                .as_ref()
+                .and_then(|s| s.priority)
+                .unwrap_or(0)
+        };
+        let mut gangs = Vec::new();
+        for (i, range) in &self.request_pods {
+            let request = &self.requests[*i];
+            gangs.push(Gang {
+                api: GangApi::ProvisioningRequest,
+                name: GangRef::object(request.name.clone()),
+                min_count: range.len(),
+                pending: range.clone().collect(),
+                bound: 0,
+                topology_key: None,
+                blocked: None,
+                priority: range.clone().map(priority).max().unwrap_or(0),
+                existing_only: request.check_capacity(),
+            });
+        }
+        for (i, range) in &self.buffer_pods {
+            for pod_index in range.clone() {
+                gangs.push(Gang {
+                    api: GangApi::CapacityBuffer,
+                    name: GangRef::object(self.buffers[*i].name.clone()),
+                    min_count: 1,
+                    pending: vec![pod_index],
+                    bound: 0,
+                    topology_key: None,
+                    blocked: None,
+                    priority: priority(pod_index),
+                    existing_only: false,
+                });
+            }
+        }
+        gangs
+    }
+
+    /// Books the capacity of provisioned requests whose booking has not run
+    /// out at `now`: each of their pods on the first node, in name order,
+    /// that takes it. Returns, per request index, the nodes of the pods
+    /// booked, one per pod (`None`: the booking has expired).
+    pub(super) fn book(
+        &self,
+        planner: &mut Planner<'_>,
+        now: Option<Timestamp>,
+    ) -> BTreeMap<usize, Option<Vec<String>>> {
+        let mut booked = BTreeMap::new();
+        for (i, request) in self.requests.iter().enumerate() {
+            let Stage::Booked { since } = request.stage else {
+                continue;
+            };
+            if provreq::booking_expired(since, now) {
+                booked.insert(i, None);
+                continue;
+            }
+            let nodes = request
+                .pods
+                .iter()
+                .filter_map(|pod| planner.book_pod(pod.clone()))
+                .collect();
+            booked.insert(i, Some(nodes));
+        }
+        booked
+    }
+
+    /// Adds the `provisioningRequests` and `capacityBuffers` entries to
+    /// `report`, from how their gangs and pods were planned.
+    pub(super) fn report(
+        &self,
+        report: &mut PlanReport,
+        booked: &BTreeMap<usize, Option<Vec<String>>>,
+        now: Option<Timestamp>,
+    ) {
+        let pods: BTreeMap<&str, &PodReport> =
+            report.pods.iter().map(|p| (p.pod.as_str(), p)).collect();
+        let mut requests = Vec::new();
+        for (i, request) in self.requests.iter().enumerate() {
+            let gang = GangRef::object(request.name.clone());
+            let gang_report = report
+                .pod_groups
+                .iter()
+                .find(|g| g.api == GangApi::ProvisioningRequest && g.pod_group == gang);
+            let new_nodes = gang_report.is_some_and(|g| {
+                g.members.iter().any(|m| {
+                    pods.get(m.to_string().as_str())
+                        .is_some_and(|p| p.outcome == Outcome::FitsNewNode)
+                })
+            });
+            let planned = provreq::Planned {
+                lands: gang_report.is_some_and(|g| g.outcome == GangOutcome::Lands),
+                new_nodes,
+                reasons: gang_report.map_or(&[], |g| g.reasons.as_slice()),
+                booked: booked.get(&i).and_then(Option::as_ref).map_or(0, Vec::len),
+                booked_nodes: booked
+                    .get(&i)
+                    .and_then(Option::as_ref)
+                    .map(|nodes| {
+                        let unique: std::collections::BTreeSet<&String> = nodes.iter().collect();
+                        unique.into_iter().cloned().collect()
+                    })
+                    .unwrap_or_default(),
+                expired: booked.get(&i).is_some_and(Option::is_none),
+                now,
+            };
+            requests.push(provreq::report(request, &planned));
+        }
+        let mut buffers = Vec::new();
+        for buffer in &self.buffers {
+            buffers.push(buffers::report(buffer, |pod: &ObjectRef| {
+                match pods.get(pod.to_string().as_str()) {
+                    Some(p) if p.outcome == Outcome::Fits => (Some(false), Vec::new()),
+                    Some(p) if p.outcome == Outcome::FitsNewNode => (Some(true), Vec::new()),
+                    Some(p) => (None, p.reasons.clone()),
+                    None => (None, vec!["not planned".to_string()]),
+                }
+            }));
+        }
+        report.provisioning_requests = requests;
+        report.capacity_buffers = buffers;
+    }
+}
+
+impl Planner<'_> {
+    /// Reports the pending pods consuming a request: they wait for its
+    /// booked room and never trigger a scale-up.
+    pub(super) fn report_consumers(&self, stand_ins: &StandIns, report: &mut PlanReport) {
+        for &pod_index in &stand_ins.consumers {
+            let pod = &self.snapshot.pods()[pod_index];
+            let request = provreq::consumed_request(pod).unwrap_or_default();
+            let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+            report.pods.push(self.unschedulable(
+                pod_index,
+                vec![format!(
+                    "it consumes ProvisioningRequest {namespace}/{request}, which books its room: it never triggers a scale-up"
+                )],
+            ));
+        }
+    }
+
+    /// Places a booked pod on the first node that takes it and returns the
+    /// node's name; `None` (and nothing changed) when none does.
+    fn book_pod(&mut self, pod: Pod) -> Option<String> {
+        let before = self.snapshot.checkpoint();
+        let pod_index = self.snapshot.add_pod(pod);
+        if let Ok(claims) = self.snapshot.resolve_claims(pod_index) {
+            for node_index in 0..self.snapshot.nodes().len() {
+                if let Verdict::Fits(allocations) =
+                    self.snapshot.check(pod_index, node_index, &claims)
+                {
+                    self.snapshot
+                        .bind(pod_index, node_index, &claims, allocations);
+                    self.snapshot.commit(before);
+                    return Some(
+                        self.snapshot.nodes()[node_index]
+                            .metadata
+                            .name
+                            .clone()
+                            .unwrap_or_default(),
+                    );
+                }
+            }
+        }
+        self.snapshot.rollback(before);
+        None
+    }
+}

@@ -1,0 +1,539 @@
+//! ProvisioningRequests (`autoscaling.x-k8s.io/v1`, cluster-autoscaler's API,
+//! which Kueue's ProvisioningRequest admission check writes): read into the
+//! pods each asks room for, and what cluster-autoscaler would decide for it.
+//!
+//! A request is a gang: the pods of all its pod sets (`count` copies of each
+//! referenced PodTemplate, ResourceClaimTemplates included) land whole or not
+//! at all. Upstream semantics kept here:
+//! - class `best-effort-atomic-scale-up.autoscaling.x-k8s.io`: if the pods fit
+//!   on existing capacity, `Provisioned=True` (`CapacityIsFound`); else a
+//!   scale-up for all of them or none (`CapacityIsProvisioned`), else
+//!   `Provisioned=False` (`CapacityIsNotFound`). Unlike cluster-autoscaler,
+//!   the nodes may come from any mix of node groups.
+//! - class `check-capacity.autoscaling.x-k8s.io`: existing capacity only,
+//!   never a scale-up.
+//! - a request with `Provisioned=True` and neither `Failed` nor
+//!   `BookingExpired` true has its capacity booked: its pods are placed on
+//!   existing capacity before anything else is planned (upstream's
+//!   `bookCapacity`), less the pods consuming it that are already scheduled
+//!   (annotation `autoscaling.x-k8s.io/consume-provisioning-request`, or the
+//!   deprecated `cluster-autoscaler.kubernetes.io/…`); a pending pod with the
+//!   annotation never triggers a scale-up (upstream's
+//!   `ProvisioningRequestPodsFilter`): it waits for the booked room. The
+//!   booking ends 10 minutes
+//!   after `Provisioned` turned true (`BookingExpired`,
+//!   `CapacityReservationTimeExpired`), or once as many consuming pods are
+//!   scheduled as the request asked for (`BookingExpired`,
+//!   `CapacityBookingConsumed`).
+//! - a request not provisioned within 7 days of its creation fails
+//!   (`Failed`, `Expired`); one with parameter `noRetry: "true"` fails
+//!   at once when the capacity is not there (`Failed`, `CapacityIsNotFound`).
+//! - pods that cannot be made from the templates fail the request
+//!   (`Failed`, `FailedToCreatePods`); other classes are not ours.
+
+use dra_sim::ObjectRef;
+use dra_sim::objects::ExtraObject;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::templates::{created_at, group_of, pod_from_template, pod_template, ref_of};
+
+/// API group of ProvisioningRequests (and CapacityBuffers).
+pub const API_GROUP: &str = "autoscaling.x-k8s.io";
+/// Kind of a ProvisioningRequest.
+pub const KIND: &str = "ProvisioningRequest";
+/// Class: book existing capacity, never scale.
+pub const CHECK_CAPACITY_CLASS: &str = "check-capacity.autoscaling.x-k8s.io";
+/// Class: scale up for every pod or none.
+pub const BEST_EFFORT_ATOMIC_CLASS: &str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io";
+/// Annotation naming the request a pod consumes.
+pub const CONSUME_ANNOTATION: &str = "autoscaling.x-k8s.io/consume-provisioning-request";
+/// The annotation's older name, still honoured upstream.
+pub const DEPRECATED_CONSUME_ANNOTATION: &str =
+    "cluster-autoscaler.kubernetes.io/consume-provisioning-request";
+/// Annotation naming the class on pods made for a request.
+pub const CLASS_ANNOTATION: &str = "autoscaling.x-k8s.io/provisioning-class-name";
+/// How long capacity stays booked after `Provisioned` turned true.
+pub const BOOKING_TIME: SignedDuration = SignedDuration::from_mins(10);
+/// How long a check-capacity request may stay unprovisioned.
+pub const EXPIRATION_TIME: SignedDuration = SignedDuration::from_hours(7 * 24);
+
+/// Condition types, as upstream spells them.
+pub mod condition {
+    /// The autoscaler took the request on.
+    pub const ACCEPTED: &str = "Accepted";
+    /// The capacity exists (found or created).
+    pub const PROVISIONED: &str = "Provisioned";
+    /// The request cannot be satisfied; terminal.
+    pub const FAILED: &str = "Failed";
+    /// The booking ran out before its pods arrived.
+    pub const BOOKING_EXPIRED: &str = "BookingExpired";
+    /// The capacity is no longer valid.
+    pub const CAPACITY_REVOKED: &str = "CapacityRevoked";
+}
+
+/// Condition reasons, as upstream spells them.
+pub mod reason {
+    /// `Accepted=True`.
+    pub const ACCEPTED: &str = "Accepted";
+    /// `Provisioned=True`: existing capacity holds the pods.
+    pub const CAPACITY_IS_FOUND: &str = "CapacityIsFound";
+    /// `Provisioned=True`: a scale-up for the pods was requested.
+    pub const CAPACITY_IS_PROVISIONED: &str = "CapacityIsProvisioned";
+    /// `Provisioned=False`: no capacity; retried later.
+    pub const CAPACITY_IS_NOT_FOUND: &str = "CapacityIsNotFound";
+    /// `Failed=True`: the pods could not be made from the templates.
+    pub const FAILED_TO_CREATE_PODS: &str = "FailedToCreatePods";
+    /// `BookingExpired=True`.
+    pub const CAPACITY_RESERVATION_TIME_EXPIRED: &str = "CapacityReservationTimeExpired";
+    /// `BookingExpired=True`: every pod of the request is scheduled.
+    pub const CAPACITY_BOOKING_CONSUMED: &str = "CapacityBookingConsumed";
+    /// `Failed=True`: a check-capacity request was never provisioned.
+    pub const EXPIRED: &str = "Expired";
+}
+
+/// What the planner does with a request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Stage {
+    /// Not provisioned yet: its pods are a gang to plan.
+    Plan,
+    /// Provisioned: its capacity is booked (`since`: when `Provisioned`
+    /// turned true).
+    Booked { since: Option<Timestamp> },
+    /// Provisioned, and as many pods consuming it are scheduled as it asked
+    /// for: the booking is used up.
+    Consumed,
+    /// `Failed` or `BookingExpired` already true: nothing to do.
+    Finished(&'static str),
+    /// A class that is not ours.
+    NotHandled,
+    /// The pods could not be made.
+    Invalid(String),
+}
+
+/// One request as read.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub(crate) name: ObjectRef,
+    pub(crate) class: String,
+    pub(crate) created: Option<Timestamp>,
+    pub(crate) stage: Stage,
+    /// Pods asked for in all pod sets.
+    pub(crate) total: usize,
+    /// Parameter `noRetry: "true"` (check-capacity): fail instead of retrying.
+    pub(crate) no_retry: bool,
+    /// Pods to plan (stage `Plan`) or to book (stage `Booked`: less those
+    /// already consuming it).
+    pub(crate) pods: Vec<Pod>,
+}
+
+impl Request {
+    pub(crate) fn check_capacity(&self) -> bool {
+        self.class == CHECK_CAPACITY_CLASS
+    }
+}
+
+/// A condition a request has, or that the autoscaler would set now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Condition {
+    /// `Accepted`, `Provisioned`, `Failed`, `BookingExpired`, `CapacityRevoked`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True` or `False`.
+    pub status: String,
+    /// Upstream's reason (see [`reason`]).
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl Condition {
+    fn new(type_: &str, status: bool, reason: &str, message: impl Into<String>) -> Self {
+        Condition {
+            type_: type_.to_string(),
+            status: if status { "True" } else { "False" }.to_string(),
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// What the plan means for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestOutcome {
+    /// All pods fit, on existing capacity or on the planned scale-up.
+    Provisioned,
+    /// They do not all fit (or, for check-capacity, not without new nodes).
+    CapacityNotFound,
+    /// Provisioned before: its capacity is held for its pods.
+    Booked,
+    /// Provisioned before, and the booking ran out.
+    BookingExpired,
+    /// A check-capacity request past its 7 days.
+    Expired,
+    /// Not provisioned, and the request asks not to be retried
+    /// (check-capacity parameter `noRetry: "true"`).
+    Failed,
+    /// `Failed` or `BookingExpired` already true: nothing more happens.
+    Finished,
+    /// Its pods could not be made (missing or invalid PodTemplate).
+    Invalid,
+    /// A provisioning class this autoscaler does not serve.
+    NotHandled,
+}
+
+/// The plan for one ProvisioningRequest (`provisioningRequests` in JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvisioningRequestReport {
+    /// The request, `namespace/name`.
+    pub provisioning_request: ObjectRef,
+    /// Its `spec.provisioningClassName`.
+    pub provisioning_class: String,
+    /// What the plan means for it.
+    pub outcome: RequestOutcome,
+    /// Pods asked for, over all pod sets.
+    pub pod_count: usize,
+    /// Pods whose capacity is held by the booking (outcome `booked`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub booked: usize,
+    /// The nodes the booking holds room on, by name, each once (scale-down
+    /// keeps them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub booked_nodes: Vec<String>,
+    /// The stand-in pods planned or booked, `namespace/name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<ObjectRef>,
+    /// The condition the autoscaler sets now, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<Condition>,
+    /// Why, when it is not provisioned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_true<'a>(conditions: &'a [Value], type_: &str) -> Option<&'a Value> {
+    conditions.iter().find(|c| {
+        c.get("type").and_then(Value::as_str) == Some(type_)
+            && c.get("status").and_then(Value::as_str) == Some("True")
+    })
+}
+
+fn timestamp(v: Option<&Value>) -> Option<Timestamp> {
+    v.and_then(Value::as_str).and_then(|s| s.parse().ok())
+}
+
+/// The request a pod consumes (the consume annotation, or its deprecated
+/// name), in the pod's namespace.
+#[must_use]
+pub fn consumed_request(pod: &Pod) -> Option<&str> {
+    let annotations = pod.metadata.annotations.as_ref()?;
+    annotations
+        .get(CONSUME_ANNOTATION)
+        .or_else(|| annotations.get(DEPRECATED_CONSUME_ANNOTATION))
+        .map(String::as_str)
+}
+
+/// How many live pods in `namespace` consuming the request `name` are
+/// scheduled (bound to a node).
+fn scheduled_consumers(pods: &[Pod], namespace: &str, name: &str) -> usize {
+    pods.iter()
+        .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == namespace)
+        .filter(|p| {
+            !p.status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .is_some_and(|ph| ph == "Succeeded" || ph == "Failed")
+        })
+        .filter(|p| consumed_request(p) == Some(name))
+        .filter(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty())
+        })
+        .count()
+}
+
+/// The pods of every pod set, named `<request>-<podSet>-<n>` as upstream
+/// names its injected pods.
+fn make_pods(
+    obj: &ExtraObject,
+    name: &ObjectRef,
+    class: &str,
+    extra: &[ExtraObject],
+) -> Result<Vec<Pod>, String> {
+    let pod_sets = obj
+        .value
+        .pointer("/spec/podSets")
+        .and_then(Value::as_array)
+        .filter(|s| !s.is_empty())
+        .ok_or("field spec.podSets: at least one pod set is required")?;
+    let created = created_at(obj);
+    let mut pods = Vec::new();
+    for (i, set) in pod_sets.iter().enumerate() {
+        let template_name = set
+            .pointer("/podTemplateRef/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| format!("field spec.podSets[{i}].podTemplateRef.name is required"))?;
+        let count = set
+            .get("count")
+            .and_then(Value::as_u64)
+            .filter(|&c| c >= 1)
+            .ok_or_else(|| format!("field spec.podSets[{i}].count: expected an integer ≥ 1"))?;
+        let template = pod_template(extra, &name.namespace, template_name)
+            .map_err(|e| format!("spec.podSets[{i}]: {e}"))?;
+        for j in 0..count {
+            let pod_name = ObjectRef::new(name.namespace.clone(), format!("{}-{i}-{j}", name.name));
+            let pod = pod_from_template(
+                template,
+                &pod_name,
+                &[(CONSUME_ANNOTATION, &name.name), (CLASS_ANNOTATION, class)],
+                created.as_ref(),
+            )
+            .map_err(|e| format!("spec.podSets[{i}]: PodTemplate {template_name}: {e}"))?;
+            pods.push(pod);
+        }
+    }
+    Ok(pods)
+}
+
+/// Every ProvisioningRequest among `extra`, with its pods. `pods` are the
+/// snapshot's pods (for the consume annotation).
+pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod]) -> Vec<Request> {
+    let mut requests = Vec::new();
+    for obj in extra
+        .iter()
+        .filter(|o| o.kind == KIND && group_of(o) == API_GROUP)
+    {
+        let name = ref_of(obj);
+        let class = obj
+            .value
+            .pointer("/spec/provisioningClassName")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let conditions: &[Value] = obj
+            .value
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice);
+        let mut request = Request {
+            name: name.clone(),
+            created: timestamp(obj.value.pointer("/metadata/creationTimestamp")),
+            stage: Stage::Plan,
+            total: 0,
+            no_retry: class == CHECK_CAPACITY_CLASS
+                && obj
+                    .value
+                    .pointer("/spec/parameters/noRetry")
+                    .and_then(Value::as_str)
+                    == Some("true"),
+            pods: Vec::new(),
+            class: class.clone(),
+        };
+        if class != CHECK_CAPACITY_CLASS && class != BEST_EFFORT_ATOMIC_CLASS {
+            request.stage = Stage::NotHandled;
+            requests.push(request);
+            continue;
+        }
+        if let Some(done) = [condition::FAILED, condition::BOOKING_EXPIRED]
+            .into_iter()
+            .find(|t| is_true(conditions, t).is_some())
+        {
+            request.stage = Stage::Finished(done);
+            requests.push(request);
+            continue;
+        }
+        match make_pods(obj, &name, &class, extra) {
+            Err(e) => request.stage = Stage::Invalid(format!("ProvisioningRequest {name}: {e}")),
+            Ok(mut made) => {
+                request.total = made.len();
+                if let Some(provisioned) = is_true(conditions, condition::PROVISIONED) {
+                    // Scheduled consumers hold their own room; pending ones
+                    // are never planned (see `consumed_request`), so their
+                    // room stays booked.
+                    let scheduled = scheduled_consumers(pods, &name.namespace, &name.name);
+                    made.truncate(made.len().saturating_sub(scheduled));
+                    // As upstream's bookCapacity: every pod scheduled ends
+                    // the booking.
+                    request.stage = if scheduled >= request.total {
+                        Stage::Consumed
+                    } else {
+                        Stage::Booked {
+                            since: timestamp(provisioned.get("lastTransitionTime")),
+                        }
+                    };
+                }
+                request.pods = made;
+            }
+        }
+        requests.push(request);
+    }
+    requests
+}
+
+/// Whether a booking made at `since` has run out at `now`.
+pub(crate) fn booking_expired(since: Option<Timestamp>, now: Option<Timestamp>) -> bool {
+    match (since, now) {
+        (Some(since), Some(now)) => since.checked_add(BOOKING_TIME).is_ok_and(|end| end < now),
+        _ => false,
+    }
+}
+
+/// The report of one request, given how planning went: for a planned one,
+/// whether it landed and whether new nodes were needed, with the reasons;
+/// for a booked one, how many pods found their booked room.
+pub(crate) struct Planned<'a> {
+    pub(crate) lands: bool,
+    pub(crate) new_nodes: bool,
+    pub(crate) reasons: &'a [String],
+    pub(crate) booked: usize,
+    pub(crate) booked_nodes: Vec<String>,
+    pub(crate) expired: bool,
+    pub(crate) now: Option<Timestamp>,
+}
+
+/// The report entry for `request` after planning.
+pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRequestReport {
+    let mut out = ProvisioningRequestReport {
+        provisioning_request: request.name.clone(),
+        provisioning_class: request.class.clone(),
+        outcome: RequestOutcome::NotHandled,
+        pod_count: request.total,
+        booked: 0,
+        booked_nodes: Vec::new(),
+        pods: request
+            .pods
+            .iter()
+            .map(|p| ObjectRef::namespaced(&p.metadata))
+            .collect(),
+        condition: None,
+        reasons: Vec::new(),
+    };
+    match &request.stage {
+        Stage::NotHandled => out.reasons.push(format!(
+            "provisioning class {:?} is not served: expected {CHECK_CAPACITY_CLASS} or {BEST_EFFORT_ATOMIC_CLASS}",
+            request.class
+        )),
+        Stage::Finished(done) => {
+            out.outcome = RequestOutcome::Finished;
+            out.reasons.push(format!("condition {done} is already true"));
+        }
+        Stage::Invalid(e) => {
+            out.outcome = RequestOutcome::Invalid;
+            out.condition = Some(Condition::new(
+                condition::FAILED,
+                true,
+                reason::FAILED_TO_CREATE_PODS,
+                e.clone(),
+            ));
+            out.reasons.push(e.clone());
+        }
+        Stage::Consumed => {
+            out.outcome = RequestOutcome::BookingExpired;
+            out.condition = Some(Condition::new(
+                condition::BOOKING_EXPIRED,
+                true,
+                reason::CAPACITY_BOOKING_CONSUMED,
+                "Capacity booking is consumed: every pod of the request is scheduled",
+            ));
+        }
+        Stage::Booked { .. } if planned.expired => {
+            out.outcome = RequestOutcome::BookingExpired;
+            out.condition = Some(Condition::new(
+                condition::BOOKING_EXPIRED,
+                true,
+                reason::CAPACITY_RESERVATION_TIME_EXPIRED,
+                "Capacity reservation time is expired",
+            ));
+        }
+        Stage::Booked { .. } => {
+            out.outcome = RequestOutcome::Booked;
+            out.booked = planned.booked;
+            out.booked_nodes.clone_from(&planned.booked_nodes);
+            if planned.booked < request.pods.len() {
+                out.reasons.push(format!(
+                    "{} of the {} booked pods found no room on existing capacity",
+                    request.pods.len() - planned.booked,
+                    request.pods.len()
+                ));
+            }
+        }
+        Stage::Plan if planned.lands => {
+            out.outcome = RequestOutcome::Provisioned;
+            out.condition = Some(if planned.new_nodes {
+                Condition::new(
+                    condition::PROVISIONED,
+                    true,
+                    reason::CAPACITY_IS_PROVISIONED,
+                    "Capacity is found in the cluster",
+                )
+            } else {
+                Condition::new(
+                    condition::PROVISIONED,
+                    true,
+                    reason::CAPACITY_IS_FOUND,
+                    "Capacity is found in the cluster",
+                )
+            });
+        }
+        Stage::Plan => {
+            // Upstream's refresh fails any request of a class it serves that
+            // is still unprovisioned 7 days after its creation.
+            let expired = match (request.created, planned.now) {
+                (Some(created), Some(now)) => created
+                    .checked_add(EXPIRATION_TIME)
+                    .is_ok_and(|end| end < now),
+                _ => false,
+            };
+            out.reasons = planned.reasons.to_vec();
+            // Upstream's message, then why (the planner's first reasons).
+            let why = |message: &str| match planned.reasons {
+                [] => message.to_string(),
+                reasons => format!(
+                    "{message} Why: {}",
+                    reasons.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+                ),
+            };
+            if expired {
+                out.outcome = RequestOutcome::Expired;
+                out.condition = Some(Condition::new(
+                    condition::FAILED,
+                    true,
+                    reason::EXPIRED,
+                    "ProvisioningRequest is expired",
+                ));
+            } else if request.no_retry {
+                out.outcome = RequestOutcome::Failed;
+                out.condition = Some(Condition::new(
+                    condition::FAILED,
+                    true,
+                    reason::CAPACITY_IS_NOT_FOUND,
+                    why("Capacity is not found in the cluster; the request asks not to be retried (noRetry)."),
+                ));
+            } else {
+                out.outcome = RequestOutcome::CapacityNotFound;
+                out.condition = Some(Condition::new(
+                    condition::PROVISIONED,
+                    false,
+                    reason::CAPACITY_IS_NOT_FOUND,
+                    why(if request.check_capacity() {
+                        "Capacity is not found in the cluster; check-capacity never adds nodes."
+                    } else {
+                        "Capacity is not found, CA will try to find it later."
+                    }),
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,308 @@
+//! ProvisioningRequests and CapacityBuffers read as upstream defines them:
+//! sizes, classes, conditions and the errors a bad object gets. (Placement
+//! itself is pinned by the scenario cases 130–149.)
+
+use dra_plan::buffers::{BufferOutcome, CapacityBufferReport};
+use dra_plan::provreq::{ProvisioningRequestReport, RequestOutcome};
+use dra_plan::{PlanOptions, PlanReport, plan};
+use dra_sim::{FeatureGates, Loader};
+
+const NODE: &str = "
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status:
+  capacity: {cpu: '8', memory: 32Gi, pods: '110'}
+  allocatable: {cpu: '8', memory: 32Gi, pods: '110'}
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: chunk, namespace: ml}
+template:
+  spec:
+    containers:
+    - name: c
+      image: x
+      resources: {requests: {cpu: '1', memory: 1Gi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ml}
+spec:
+  replicas: 10
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: c, image: x, resources: {requests: {cpu: 100m}}}
+";
+
+fn run(yaml: &str, now: Option<&str>) -> PlanReport {
+    let mut loader = Loader::new();
+    loader.keep_kind("dra-autoscaler.io", "NodeGroup");
+    for (group, kind) in dra_plan::templates::STAND_IN_KINDS {
+        loader.keep_kind(group, kind);
+    }
+    loader
+        .add_yaml("test.yaml", &format!("{NODE}---\n{yaml}"))
+        .expect("test YAML loads");
+    let options = PlanOptions {
+        now: now.map(|n| n.parse().expect("timestamp")),
+        ..PlanOptions::default()
+    };
+    plan(loader.finish().objects, FeatureGates::default(), &options)
+}
+
+fn buffer(spec: &str) -> CapacityBufferReport {
+    let yaml = format!(
+        "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {{name: b, namespace: ml}}\nspec:\n{spec}"
+    );
+    let report = run(&yaml, None);
+    assert_eq!(report.capacity_buffers.len(), 1, "{report:?}");
+    report.capacity_buffers[0].clone()
+}
+
+#[test]
+fn buffer_percentage_rounds_up_and_the_larger_size_wins() {
+    // 10 replicas x 15% = 1.5 -> 2 chunks; replicas 1 is smaller.
+    let b = buffer(
+        "  scalableRef: {apiGroup: apps, kind: Deployment, name: web}\n  percentage: 15\n  replicas: 1\n",
+    );
+    assert_eq!(b.replicas, 2);
+    assert_eq!(b.pod_template.as_deref(), Some("Deployment web"));
+    // replicas 3 beats 10 x 15% = 2.
+    let b = buffer(
+        "  scalableRef: {apiGroup: apps, kind: Deployment, name: web}\n  percentage: 15\n  replicas: 3\n",
+    );
+    assert_eq!(b.replicas, 3);
+}
+
+#[test]
+fn buffer_limits_cap_the_size_or_give_it() {
+    // 5 replicas of 1 CPU capped by 2500m CPU -> 2.
+    let b = buffer("  podTemplateRef: {name: chunk}\n  replicas: 5\n  limits: {cpu: 2500m}\n");
+    assert_eq!(b.replicas, 2);
+    // No replicas: as many as fit, the tightest resource deciding (3Gi -> 3).
+    let b = buffer("  podTemplateRef: {name: chunk}\n  limits: {cpu: '6', memory: 3Gi}\n");
+    assert_eq!(b.replicas, 3);
+    assert_eq!(b.outcome, BufferOutcome::Ready);
+    assert_eq!(b.existing, 3);
+}
+
+#[test]
+fn bad_buffers_say_which_field_and_stop_nothing_else() {
+    let cases = [
+        (
+            "  podTemplateRef: {name: missing}\n  replicas: 1\n",
+            "CapacityBuffer ml/b: PodTemplate ml/missing not found",
+        ),
+        (
+            "  podTemplateRef: {name: chunk}\n  scalableRef: {kind: Deployment, name: web}\n  replicas: 1\n",
+            "podTemplateRef and scalableRef are both set",
+        ),
+        (
+            "  podTemplateRef: {name: chunk}\n",
+            "replicas, percentage (with scalableRef) or limits must give a size",
+        ),
+        (
+            "  scalableRef: {apiGroup: apps, kind: DaemonSet, name: web}\n  replicas: 1\n",
+            "scalableRef kind DaemonSet",
+        ),
+        (
+            "  podTemplateRef: {name: chunk}\n  replicas: many\n",
+            "field spec.replicas: expected a non-negative integer",
+        ),
+    ];
+    for (spec, expected) in cases {
+        let b = buffer(spec);
+        assert_eq!(b.outcome, BufferOutcome::Invalid, "{spec}");
+        assert!(
+            b.reasons.iter().any(|r| r.contains(expected)),
+            "{spec}: {:?} lacks {expected:?}",
+            b.reasons
+        );
+    }
+    let b = buffer(
+        "  provisioningStrategy: example.com/other\n  podTemplateRef: {name: chunk}\n  replicas: 1\n",
+    );
+    assert_eq!(b.outcome, BufferOutcome::NotHandled);
+    assert_eq!(b.replicas, 0);
+}
+
+fn request(class: &str, count: u32, status: &str, now: Option<&str>) -> ProvisioningRequestReport {
+    let yaml = format!(
+        "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml, creationTimestamp: '2026-12-01T00:00:00Z'}}\nspec:\n  provisioningClassName: {class}\n  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: {count}\n{status}"
+    );
+    let report = run(&yaml, now);
+    assert_eq!(report.provisioning_requests.len(), 1, "{report:?}");
+    report.provisioning_requests[0].clone()
+}
+
+const ATOMIC: &str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io";
+const CHECK: &str = "check-capacity.autoscaling.x-k8s.io";
+
+#[test]
+fn atomic_request_without_room_is_not_found_and_retried() {
+    // 9 pods of 1 CPU, 8 CPU and no node group: none is placed.
+    let r = request(ATOMIC, 9, "", None);
+    assert_eq!(r.outcome, RequestOutcome::CapacityNotFound);
+    let c = r.condition.expect("condition");
+    assert_eq!(
+        (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+        ("Provisioned", "False", "CapacityIsNotFound")
+    );
+    assert_eq!(r.pod_count, 9);
+}
+
+#[test]
+fn check_capacity_expires_after_seven_days_unprovisioned() {
+    let r = request(CHECK, 9, "", Some("2026-12-08T00:00:01Z"));
+    assert_eq!(r.outcome, RequestOutcome::Expired);
+    let c = r.condition.expect("condition");
+    assert_eq!((c.type_.as_str(), c.reason.as_str()), ("Failed", "Expired"));
+    let r = request(CHECK, 9, "", Some("2026-12-07T23:59:59Z"));
+    assert_eq!(r.outcome, RequestOutcome::CapacityNotFound);
+}
+
+#[test]
+fn check_capacity_with_no_retry_fails_instead_of_retrying() {
+    let yaml = "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {name: r, namespace: ml}\nspec:\n  provisioningClassName: check-capacity.autoscaling.x-k8s.io\n  parameters: {noRetry: 'true'}\n  podSets:\n  - podTemplateRef: {name: chunk}\n    count: 9\n";
+    let r = &run(yaml, None).provisioning_requests[0];
+    assert_eq!(r.outcome, RequestOutcome::Failed);
+    let c = r.condition.as_ref().expect("condition");
+    assert_eq!(
+        (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+        ("Failed", "True", "CapacityIsNotFound")
+    );
+    // When it fits, noRetry changes nothing.
+    let fits = yaml.replace("count: 9", "count: 8");
+    assert_eq!(
+        run(&fits, None).provisioning_requests[0].outcome,
+        RequestOutcome::Provisioned
+    );
+}
+
+const PROVISIONED_AT_10: &str = "status:\n  conditions:\n  - {type: Provisioned, status: 'True', reason: CapacityIsFound, message: m, lastTransitionTime: '2026-12-01T10:00:00Z'}\n";
+
+#[test]
+fn booking_lasts_ten_minutes_after_provisioned() {
+    let r = request(CHECK, 2, PROVISIONED_AT_10, Some("2026-12-01T10:10:00Z"));
+    assert_eq!((r.outcome, r.booked), (RequestOutcome::Booked, 2));
+    let r = request(CHECK, 2, PROVISIONED_AT_10, Some("2026-12-01T10:10:01Z"));
+    assert_eq!(r.outcome, RequestOutcome::BookingExpired);
+    assert_eq!(
+        r.condition.map(|c| c.reason),
+        Some("CapacityReservationTimeExpired".to_string())
+    );
+    // Without a clock, a booking never expires.
+    let r = request(ATOMIC, 2, PROVISIONED_AT_10, None);
+    assert_eq!(r.outcome, RequestOutcome::Booked);
+}
+
+#[test]
+fn any_served_request_expires_after_seven_days_unprovisioned() {
+    // Upstream's refresh fails every supported class, not only check-capacity.
+    let r = request(ATOMIC, 9, "", Some("2026-12-08T00:00:01Z"));
+    assert_eq!(r.outcome, RequestOutcome::Expired);
+    let c = r.condition.expect("condition");
+    assert_eq!((c.type_.as_str(), c.reason.as_str()), ("Failed", "Expired"));
+}
+
+#[test]
+fn a_request_that_does_not_fit_says_why_in_its_condition() {
+    let r = request(ATOMIC, 9, "", None);
+    let c = r.condition.expect("condition");
+    assert!(
+        c.message
+            .starts_with("Capacity is not found, CA will try to find it later."),
+        "{}",
+        c.message
+    );
+    assert!(c.message.contains("Why: "), "{}", c.message);
+    let first = r.reasons.first().expect("a reason");
+    assert!(
+        c.message.contains(first.as_str()),
+        "{} lacks {first}",
+        c.message
+    );
+}
+
+/// A pod consuming request `r`, bound to node-a when `bound`.
+fn consumer(name: &str, bound: bool) -> String {
+    let node = if bound { "  nodeName: node-a\n" } else { "" };
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: ml\n  annotations: {{autoscaling.x-k8s.io/consume-provisioning-request: r}}\nspec:\n{node}  containers:\n  - {{name: c, image: x, resources: {{requests: {{cpu: '1'}}}}}}\n"
+    )
+}
+
+#[test]
+fn the_booking_ends_once_every_pod_is_scheduled() {
+    // As upstream's bookCapacity: scheduled consumers >= the pods asked for
+    // set BookingExpired (CapacityBookingConsumed); fewer keep the rest booked.
+    let booked = format!("{PROVISIONED_AT_10}{}", consumer("w-0", true));
+    let r = request(CHECK, 2, &booked, Some("2026-12-01T10:05:00Z"));
+    assert_eq!((r.outcome, r.booked), (RequestOutcome::Booked, 1));
+    assert_eq!(r.booked_nodes, ["node-a"]);
+    // A pending consumer waits for the booked room: it is booked for, and
+    // never planned (no scale-up for it).
+    let pending_too = format!("{booked}{}", consumer("w-1", false));
+    let report = run(
+        &format!(
+            "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml}}\nspec:\n  provisioningClassName: {CHECK}\n  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: 2\n{pending_too}"
+        ),
+        Some("2026-12-01T10:05:00Z"),
+    );
+    let r = &report.provisioning_requests[0];
+    assert_eq!((r.outcome, r.booked), (RequestOutcome::Booked, 1));
+    assert!(
+        report.scale_ups.is_empty() && report.pod_groups.is_empty(),
+        "{report:?}"
+    );
+    assert_eq!(report.pods.len(), 1, "{report:?}");
+    assert_eq!(report.pods[0].pod, "ml/w-1");
+    assert!(
+        report.pods[0].reasons[0].contains("consumes ProvisioningRequest ml/r"),
+        "{:?}",
+        report.pods[0].reasons
+    );
+    let all = format!("{booked}{}", consumer("w-1", true));
+    let r = request(CHECK, 2, &all, Some("2026-12-01T10:05:00Z"));
+    assert_eq!(r.outcome, RequestOutcome::BookingExpired);
+    let c = r.condition.expect("condition");
+    assert_eq!(
+        (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+        ("BookingExpired", "True", "CapacityBookingConsumed")
+    );
+}
+
+#[test]
+fn finished_unknown_and_broken_requests() {
+    let failed = "status:\n  conditions:\n  - {type: Failed, status: 'True', reason: CapacityIsNotFound, message: m, lastTransitionTime: '2026-12-01T10:00:00Z'}\n";
+    assert_eq!(
+        request(ATOMIC, 2, failed, None).outcome,
+        RequestOutcome::Finished
+    );
+    let r = request("queued-provisioning.gke.io", 2, "", None);
+    assert_eq!(r.outcome, RequestOutcome::NotHandled);
+    assert!(r.condition.is_none());
+
+    let yaml = "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {name: r, namespace: ml}\nspec:\n  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io\n  podSets:\n  - podTemplateRef: {name: chunk}\n    count: 1\n  - podTemplateRef: {name: ppt-gone}\n    count: 2\n";
+    let report = run(yaml, None);
+    let r = &report.provisioning_requests[0];
+    assert_eq!(r.outcome, RequestOutcome::Invalid);
+    let c = r.condition.as_ref().expect("condition");
+    assert_eq!(
+        (c.type_.as_str(), c.reason.as_str()),
+        ("Failed", "FailedToCreatePods")
+    );
+    assert!(
+        c.message.contains(
+            "ProvisioningRequest ml/r: spec.podSets[1]: PodTemplate ml/ppt-gone not found"
+        ),
+        "{}",
+        c.message
+    );
+    // Nothing of it is planned.
+    assert!(report.pods.is_empty() && report.pod_groups.is_empty());
+}
