@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use dra_controller::PlanArgs;
+use dra_plan::args::PlanArgs;
 use dra_plan::gang_apis::GangApisFound;
 use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
 use dra_plan::{PlanOptions, PlanReport};

@@ -4,6 +4,8 @@
 //! that the scheduler can place every pending gang whole: a value with reasons,
 //! never an action. No I/O, no clock, no threads.
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod buffers;
 pub mod gang;
 pub mod gang_apis;

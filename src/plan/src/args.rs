@@ -1,0 +1,144 @@
+//! Flags `simulate` and `run` both take, for the command lines (feature
+//! `clap`). They live here, not in the controller, so that the
+//! simulate-only build (`--no-default-features`) has them too.
+
+use clap::Args;
+use dra_sim::gates::GateError;
+use dra_sim::{FeatureGates, KubeVersion};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use crate::gang_apis::{GangApisFound, ResolvedGates};
+use crate::{Expander, PlanOptions};
+
+/// Flags `simulate` and `run` both take: the scheduler modelled (version,
+/// feature gates, DRA filter timeout) and how the planner chooses (expander, reservation
+/// horizon). Defined once so both commands spell, default and check them
+/// alike; a bad value is refused by clap before anything runs.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// Kubernetes version whose scheduler is modelled (1.34 to 1.37).
+    /// Default: for `run` the API server's own version, for `simulate` the
+    /// newest modelled (1.37).
+    #[arg(long, env = "DRA_AUTOSCALER_KUBERNETES_VERSION")]
+    pub kubernetes_version: Option<KubeVersion>,
+
+    /// Feature gates on top of the version's defaults, as kube-scheduler takes
+    /// them: `DRAPartitionableDevices=false,DRAListTypeAttributes=true`. Set
+    /// them as your scheduler has them, or the plan and the scheduler disagree.
+    /// Known gates: DRAAdminAccess, DRAPrioritizedList, DRAPartitionableDevices,
+    /// DRADeviceTaints, DRADeviceTaintRules, DRADeviceBindingConditions,
+    /// DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
+    /// DRAFractionalCapacityRange, DRAListTypeAttributes, DRAExtendedResource,
+    /// DRADeviceCompatibilityGroups, DRAOptionalNodeOperations, GenericWorkload,
+    /// GangScheduling, TopologyAwareWorkloadScheduling, DRASchedulerFilterTimeout.
+    /// Gang scheduling (GenericWorkload, GangScheduling,
+    /// TopologyAwareWorkloadScheduling) is turned on when the cluster serves
+    /// the scheduling.k8s.io Workload/PodGroup API (`run`) or the input holds
+    /// such objects or pods linked to them (`simulate`), unless this flag
+    /// turns it off.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_FEATURE_GATES",
+        default_value = "",
+        value_parser = feature_gates_flag
+    )]
+    pub feature_gates: String,
+
+    /// The DynamicResources plugin's `filterTimeout` as your scheduler has it
+    /// (upstream default 10s, with the `DRASchedulerFilterTimeout` gate; `0s`
+    /// disables): one pod's device allocation on one candidate node stops
+    /// there and the node counts as "timed out trying to allocate devices",
+    /// so one pathological claim never stalls a plan. Modelled as a work
+    /// bound (1,000 search steps per millisecond).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_DRA_FILTER_TIMEOUT",
+        default_value = "10s",
+        value_parser = not_negative,
+        allow_hyphen_values = true
+    )]
+    pub dra_filter_timeout: SignedDuration,
+
+    /// How to choose between node groups that can all take a gang.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_EXPANDER",
+        value_enum,
+        default_value_t = Expander::LeastCost
+    )]
+    pub expander: Expander,
+
+    /// A reservation that ends sooner than this (e.g. 1h, 30m, 2h30m) is not
+    /// used for new nodes.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_MIN_RESERVATION_LEFT",
+        default_value = "1h"
+    )]
+    pub min_reservation_left: SignedDuration,
+}
+
+/// `--feature-gates` as clap checks it: every entry `Name=true|false` with a
+/// gate kube-scheduler knows (which gates exist does not depend on the
+/// version).
+fn feature_gates_flag(value: &str) -> Result<String, String> {
+    FeatureGates::default()
+        .apply_flag(value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A duration flag that may be zero but not negative.
+fn not_negative(value: &str) -> Result<SignedDuration, String> {
+    let duration: SignedDuration = value.parse().map_err(|e| format!("{e}"))?;
+    if duration.is_negative() {
+        return Err(format!("must not be negative, got {value}"));
+    }
+    Ok(duration)
+}
+
+impl PlanArgs {
+    /// The scheduler's feature gates: `version`'s defaults, then
+    /// `--feature-gates`, with `--dra-filter-timeout`.
+    ///
+    /// # Errors
+    /// A flag value clap did not check (set by hand) that does not apply.
+    pub fn gates(&self, version: KubeVersion) -> Result<FeatureGates, GateError> {
+        let mut gates = FeatureGates::for_version(version);
+        gates.apply_flag(&self.feature_gates)?;
+        gates.set_dra_filter_timeout(self.dra_filter_timeout)?;
+        Ok(gates)
+    }
+
+    /// The gates to plan with: `version`'s defaults, the gang gates `found`
+    /// shows the cluster runs (see [`dra_plan::gang_apis`]), then
+    /// `--feature-gates`, which always wins; with `--dra-filter-timeout`.
+    /// Also says which gang gates were turned on and the line naming the
+    /// gang APIs found and used.
+    ///
+    /// # Errors
+    /// A flag value clap did not check (set by hand) that does not apply.
+    pub fn planning_gates(
+        &self,
+        version: KubeVersion,
+        found: &GangApisFound,
+    ) -> Result<ResolvedGates, GateError> {
+        let mut resolved =
+            found.resolve_gates(FeatureGates::for_version(version), &self.feature_gates)?;
+        resolved
+            .gates
+            .set_dra_filter_timeout(self.dra_filter_timeout)?;
+        Ok(resolved)
+    }
+
+    /// The planner's options at `now` (`None`: reservation end times are
+    /// ignored).
+    #[must_use]
+    pub fn plan_options(&self, now: Option<Timestamp>) -> PlanOptions {
+        PlanOptions {
+            expander: self.expander,
+            now,
+            min_reservation_left: self.min_reservation_left,
+        }
+    }
+}
