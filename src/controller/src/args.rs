@@ -265,11 +265,23 @@ pub struct InvalidArg {
 }
 
 impl RunArgs {
-    /// Checks relations between flags that clap cannot.
+    /// Checks relations between flags that clap cannot, and that the files
+    /// the flags name can be read.
+    ///
+    /// # Errors
+    /// The first inconsistent flag, or one naming a file that cannot be read.
+    pub fn validate(&self) -> Result<(), InvalidArg> {
+        self.validate_flags()?;
+        self.check_files()
+    }
+
+    /// The checks of [`Self::validate`] that read nothing but the flags (the
+    /// chart's rendering is checked with these: its files are mounted in the
+    /// pod, not present where the chart is rendered).
     ///
     /// # Errors
     /// The first inconsistent flag.
-    pub fn validate(&self) -> Result<(), InvalidArg> {
+    pub fn validate_flags(&self) -> Result<(), InvalidArg> {
         self.validate_cluster_and_provider_flags()?;
         let positive = [
             ("scan-interval", self.scan_interval),
@@ -427,6 +439,15 @@ impl RunArgs {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The provider TLS files the flags name can be read.
+    ///
+    /// # Errors
+    /// The first flag whose file cannot be read.
+    pub fn check_files(&self) -> Result<(), InvalidArg> {
+        let invalid = |flag: &'static str, message: String| InvalidArg { flag, message };
         for (flag, path) in [
             ("provider-ca-cert", &self.provider_ca_cert),
             ("provider-client-cert", &self.provider_client_cert),

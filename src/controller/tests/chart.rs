@@ -179,7 +179,9 @@ fn parse_env_as_flags(env: &BTreeMap<String, String>) -> RunArgs {
         .try_get_matches_from(&argv)
         .unwrap_or_else(|e| panic!("the chart's settings are refused: {e}\n{argv:?}"));
     let args = Cli::from_arg_matches(&matches).expect("flags convert").run;
-    args.validate().unwrap_or_else(|e| panic!("{e}: {argv:?}"));
+    // The TLS files the chart names are mounted from a Secret in the pod.
+    args.validate_flags()
+        .unwrap_or_else(|e| panic!("{e}: {argv:?}"));
     args
 }
 
