@@ -5,6 +5,12 @@
 //! names of the API it is read through (upstream `Convert_v1_Event_To_core_Event` and back).
 //! So a recorder writing `events.k8s.io` Events is seen by `kubectl describe`, which lists
 //! core Events with a field selector on `involvedObject`.
+//!
+//! The real server also keeps Events as Go structs, so a time it was not given comes back
+//! as `null`, not as a missing key (`metav1.Time` ignores `omitempty`): an Event written
+//! through `events.k8s.io` reads as `"lastTimestamp": null` through core `v1`. kubectl
+//! relies on it: `kubectl get events -A --sort-by=.lastTimestamp` finds the key in every
+//! object and sorts; with the key missing from every object it printed nothing.
 
 use serde_json::{Map, Value};
 
@@ -45,18 +51,35 @@ fn rename(object: Value, api_version: &str, to_core: bool) -> Value {
     Value::Object(out)
 }
 
+/// Core `v1` Event times the real server always prints: `metav1.Time` and `MicroTime`
+/// print `null` when unset, in spite of `omitempty`.
+const CORE_EVENT_TIMES: [&str; 3] = ["firstTimestamp", "lastTimestamp", "eventTime"];
+
+/// A stored core Event with every unset time as `null`. Added on the way out only:
+/// the store keeps no `null` members (`object::strip_nulls`), so a write of what a
+/// read returned is still a no-op.
+fn with_unset_times(mut event: Value) -> Value {
+    if let Value::Object(map) = &mut event {
+        for key in CORE_EVENT_TIMES {
+            map.entry(key).or_insert(Value::Null);
+        }
+    }
+    event
+}
+
 /// The stored object as the resource with `conversion` serves it.
 pub fn to_view(conversion: Conversion, stored: Value) -> Value {
     match conversion {
         Conversion::None => stored,
-        Conversion::EventsV1 => rename(stored, "events.k8s.io/v1", false),
+        Conversion::CoreEvent => with_unset_times(stored),
+        Conversion::EventsV1 => rename(with_unset_times(stored), "events.k8s.io/v1", false),
     }
 }
 
 /// An object of the resource with `conversion`, as stored.
 pub fn to_stored(conversion: Conversion, view: Value) -> Value {
     match conversion {
-        Conversion::None => view,
+        Conversion::None | Conversion::CoreEvent => view,
         Conversion::EventsV1 => rename(view, "v1", true),
     }
 }
@@ -86,6 +109,31 @@ mod tests {
         assert_eq!(stored["count"], 3);
         assert_eq!(stored["series"]["count"], 2);
         assert!(stored.get("regarding").is_none());
-        assert_eq!(to_view(Conversion::EventsV1, stored), view);
+        // Times the writer left unset read back as null, as from the real server's structs.
+        let mut expected = view;
+        expected["deprecatedFirstTimestamp"] = Value::Null;
+        expected["deprecatedLastTimestamp"] = Value::Null;
+        assert_eq!(to_view(Conversion::EventsV1, stored), expected);
+    }
+
+    #[test]
+    fn core_events_read_back_unset_times_as_null_and_keep_set_ones() {
+        let written = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "e", "namespace": "ns"},
+            "involvedObject": {"kind": "Pod", "name": "p"},
+            "lastTimestamp": "2026-01-01T00:05:00Z", "count": 2
+        });
+        let stored = to_stored(Conversion::CoreEvent, written.clone());
+        assert_eq!(stored, written, "the store keeps no nulls");
+        let core = to_view(Conversion::CoreEvent, stored.clone());
+        assert_eq!(core["lastTimestamp"], "2026-01-01T00:05:00Z");
+        assert_eq!(core["count"], 2);
+        assert_eq!(core["firstTimestamp"], Value::Null);
+        assert_eq!(core["eventTime"], Value::Null);
+        let v1 = to_view(Conversion::EventsV1, stored);
+        assert_eq!(v1["deprecatedLastTimestamp"], "2026-01-01T00:05:00Z");
+        assert_eq!(v1["deprecatedFirstTimestamp"], Value::Null);
+        assert_eq!(v1["eventTime"], Value::Null);
     }
 }

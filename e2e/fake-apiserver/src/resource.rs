@@ -92,6 +92,9 @@ pub enum Conversion {
     None,
     /// `events.k8s.io/v1` Event over a core `v1` Event.
     EventsV1,
+    /// Core `v1` Event: stored as served, read with the unset times the real server's
+    /// Go types print (`"lastTimestamp": null`).
+    CoreEvent,
 }
 
 impl ResourceDef {
@@ -257,7 +260,8 @@ impl Registry {
                     serde_json::json!({"phase": "Pending"}),
                 )),
         );
-        let core_events = core("events", "Event", true, false).with_short_names(&["ev"]);
+        let mut core_events = core("events", "Event", true, false).with_short_names(&["ev"]);
+        core_events.conversion = Conversion::CoreEvent;
         let core_events_key = core_events.key();
         reg.insert(core_events);
         reg.insert(core("configmaps", "ConfigMap", true, false).with_short_names(&["cm"]));

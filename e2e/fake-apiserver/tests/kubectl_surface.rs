@@ -142,6 +142,19 @@ async fn events_written_through_events_k8s_io_are_what_kubectl_describe_lists() 
     );
     let table = get(&client, "/api/v1/namespaces/default/events", TABLE).await;
     assert_eq!(table["rows"][0]["cells"][3], "pod/train-0");
+
+    // The real server prints the times the recorder left unset as null (Go's metav1.Time),
+    // so `kubectl get events -A --sort-by=.lastTimestamp` finds the key on every Event.
+    let raw = get(
+        &client,
+        "/api/v1/namespaces/default/events/train-0.scaleup",
+        "application/json",
+    )
+    .await;
+    let raw = raw.as_object().unwrap();
+    assert_eq!(raw.get("lastTimestamp"), Some(&Value::Null));
+    assert_eq!(raw.get("firstTimestamp"), Some(&Value::Null));
+    assert_eq!(raw["eventTime"], "2026-01-01T00:00:00.000000Z");
 }
 
 #[tokio::test]
