@@ -166,6 +166,13 @@ fn parse_env_as_flags(env: &BTreeMap<String, String>) -> RunArgs {
         if name == "RUST_LOG" {
             continue;
         }
+        // The binary's global `--log-format`, not a flag of `run`.
+        if name == "DRA_AUTOSCALER_LOG_FORMAT" {
+            value
+                .parse::<dra_logging::LogFormat>()
+                .unwrap_or_else(|e| panic!("the chart sets {name}={value}: {e}"));
+            continue;
+        }
         let (long, takes_value) = by_env.get(name).unwrap_or_else(|| {
             panic!("the chart sets {name}, which is no flag of `dra-autoscaler run`")
         });
@@ -451,6 +458,18 @@ fn chart_lints_and_renders_every_value_set() {
                         .get("DRA_AUTOSCALER_PROVIDERS")
                         .map(String::as_str),
                     Some("aws=http://rel-dra-autoscaler-aws-provider.dra-system.svc:8086")
+                );
+                // logFormat reaches the controller and the provider alike.
+                assert_eq!(
+                    rendered
+                        .controller_env
+                        .get("DRA_AUTOSCALER_LOG_FORMAT")
+                        .map(String::as_str),
+                    Some("json")
+                );
+                assert!(
+                    text.contains("- name: DRA_AWS_LOG_FORMAT\n              value: \"json\""),
+                    "the AWS provider logs JSON too"
                 );
                 assert!(
                     text.contains(
