@@ -63,3 +63,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- join "," $list -}}
 {{- end -}}
+
+{{/*
+controller.logFormat, checked at render time: the binaries refuse any other
+value at start, and a typo would leave every pod crash-looping.
+*/}}
+{{- define "dra-autoscaler.logFormat" -}}
+{{- $format := .Values.controller.logFormat | default "text" -}}
+{{- if not (has $format (list "text" "json")) -}}
+{{- fail (printf "controller.logFormat must be text or json, not %q" $format) -}}
+{{- end -}}
+{{- $format -}}
+{{- end -}}

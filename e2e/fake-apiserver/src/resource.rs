@@ -84,7 +84,9 @@ pub struct PrinterColumn {
     pub json_path: String,
 }
 
-/// How a resource that shares another's storage converts objects.
+/// How objects of a resource are converted between what is served and what is stored:
+/// for a resource that shares another's storage, and for core Events, which are read
+/// back as the real server's Go types print them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Conversion {
     /// Stored as served.

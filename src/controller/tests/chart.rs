@@ -351,6 +351,22 @@ fn chart_readme_documents_every_flag() {
 }
 
 #[test]
+fn chart_refuses_a_log_format_the_binaries_refuse() {
+    let out = Command::new(helm())
+        .args(["template", "rel"])
+        .arg(chart_dir())
+        .args(["--set", "controller.logFormat=yaml"])
+        .output()
+        .expect("helm runs");
+    assert!(!out.status.success(), "rendered with logFormat=yaml");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"controller.logFormat must be text or json, not "yaml""#),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn chart_lints_and_renders_every_value_set() {
     let helm = helm();
     let chart = chart_dir();
