@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use dra_api::{CapacityType, NODE_GROUP_LABEL};
+use dra_api::NODE_GROUP_LABEL;
 use dra_provider::{
     AtomicIncrease, CloudProvider, GroupCatalog, Instance, InstanceDetails, InstanceError,
     InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus,
@@ -165,14 +165,6 @@ fn lifecycle_state(state: &str) -> InstanceState {
         InstanceState::Unspecified
     } else {
         InstanceState::Running
-    }
-}
-
-fn to_capacity(t: CapacityType) -> dra_provider::CapacityType {
-    match t {
-        CapacityType::Reserved => dra_provider::CapacityType::Reserved,
-        CapacityType::OnDemand => dra_provider::CapacityType::OnDemand,
-        CapacityType::Spot => dra_provider::CapacityType::Spot,
     }
 }
 
@@ -411,11 +403,7 @@ impl CloudProvider for AwsProvider {
             .details(id)
             .await?
             .into_iter()
-            .map(|d| Instance {
-                id: d.id,
-                state: d.state,
-                error: d.error,
-            })
+            .map(Instance::from)
             .collect())
     }
 
@@ -432,23 +420,19 @@ impl CloudProvider for AwsProvider {
         let selected = groups.select(ids)?;
         Ok(selected
             .into_iter()
-            .map(|g| NodeGroupDetails {
-                id: g.asg.name.clone(),
-                template: template_of(g),
-                capacity_type: to_capacity(g.spec.capacity_type),
-                reservation: g.reservation.as_ref().map(|r| ReservationStatus {
+            .map(|g| {
+                let reservation = g.reservation.as_ref().map(|r| ReservationStatus {
                     id: r.id.clone(),
                     total: r.total,
                     in_use: r.total - r.available,
                     end_time: r.end,
-                }),
-                price_per_hour: g.spec.price_per_hour,
-                topology_domain: g
-                    .spec
-                    .topology_domain
-                    .as_ref()
-                    .map(|t| (t.key.clone(), t.value.clone())),
-                priority: g.spec.priority,
+                });
+                NodeGroupDetails::from_spec(
+                    g.asg.name.clone(),
+                    &g.spec,
+                    template_of(g),
+                    reservation,
+                )
             })
             .collect())
     }

@@ -14,7 +14,7 @@ use dra_provider::{
 
 use crate::cloud::{InstanceRecord, Limit};
 use crate::config::GroupConfig;
-use crate::provider::{FakeProvider, capacity_type, group_ref, kube_err};
+use crate::provider::{FakeProvider, group_ref, kube_err};
 
 /// Logs the outcome of a call that changes the cloud.
 fn log_outcome<T>(call: &str, group: &str, args: &str, result: &Result<T, ProviderError>) {
@@ -167,26 +167,20 @@ impl FakeProvider {
     }
 
     fn details(&self, group: &GroupConfig, in_use: i32) -> NodeGroupDetails {
-        NodeGroupDetails {
-            id: group.name.clone(),
-            template: Self::template_of(group),
-            capacity_type: capacity_type(&group.spec),
-            reservation: group.spec.reservation.as_ref().map(|r| ReservationStatus {
-                id: r.id.clone(),
-                total: r.total,
-                in_use,
-                end_time: r.end_time.as_ref().map(|t| {
-                    UNIX_EPOCH + Duration::from_secs(u64::try_from(t.0.as_second()).unwrap_or(0))
-                }),
+        let reservation = group.spec.reservation.as_ref().map(|r| ReservationStatus {
+            id: r.id.clone(),
+            total: r.total,
+            in_use,
+            end_time: r.end_time.as_ref().map(|t| {
+                UNIX_EPOCH + Duration::from_secs(u64::try_from(t.0.as_second()).unwrap_or(0))
             }),
-            price_per_hour: group.spec.price_per_hour,
-            topology_domain: group
-                .spec
-                .topology_domain
-                .as_ref()
-                .map(|t| (t.key.clone(), t.value.clone())),
-            priority: group.spec.priority,
-        }
+        });
+        NodeGroupDetails::from_spec(
+            group.name.clone(),
+            &group.spec,
+            Self::template_of(group),
+            reservation,
+        )
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use dra_provider::{CapacityType, NodeGroupRef, ProviderError, TemplateNode, unknown_group};
+use dra_provider::{NodeGroupRef, ProviderError, TemplateNode, unknown_group};
 use tokio::sync::Mutex;
 
 use crate::cloud::{CloudState, InstanceRecord, Limit, StateError};
@@ -406,14 +406,6 @@ pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, 
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-pub(crate) fn capacity_type(spec: &dra_api::NodeGroupSpec) -> CapacityType {
-    match spec.capacity_type {
-        dra_api::CapacityType::Reserved => CapacityType::Reserved,
-        dra_api::CapacityType::OnDemand => CapacityType::OnDemand,
-        dra_api::CapacityType::Spot => CapacityType::Spot,
-    }
 }
 
 pub(crate) fn group_ref(group: &GroupConfig) -> NodeGroupRef {

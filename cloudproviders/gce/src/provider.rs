@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dra_api::{CapacityType, NODE_GROUP_LABEL};
+use dra_api::NODE_GROUP_LABEL;
 use dra_provider::{
     AtomicIncrease, CloudProvider, GroupCatalog, Instance, InstanceDetails, InstanceError,
     InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus,
@@ -235,14 +235,6 @@ pub fn template_of(group: &Group) -> TemplateNode {
     TemplateNode {
         node: node.node,
         resource_slices: node.slices,
-    }
-}
-
-fn to_capacity(t: CapacityType) -> dra_provider::CapacityType {
-    match t {
-        CapacityType::Reserved => dra_provider::CapacityType::Reserved,
-        CapacityType::OnDemand => dra_provider::CapacityType::OnDemand,
-        CapacityType::Spot => dra_provider::CapacityType::Spot,
     }
 }
 
@@ -522,11 +514,7 @@ impl CloudProvider for GceProvider {
             .details(id)
             .await?
             .into_iter()
-            .map(|d| Instance {
-                id: d.id,
-                state: d.state,
-                error: d.error,
-            })
+            .map(Instance::from)
             .collect())
     }
 
@@ -543,23 +531,14 @@ impl CloudProvider for GceProvider {
         let selected = groups.select(ids)?;
         Ok(selected
             .into_iter()
-            .map(|g| NodeGroupDetails {
-                id: g.id.clone(),
-                template: template_of(g),
-                capacity_type: to_capacity(g.spec.capacity_type),
-                reservation: g.reservation.as_ref().map(|r| ReservationStatus {
+            .map(|g| {
+                let reservation = g.reservation.as_ref().map(|r| ReservationStatus {
                     id: r.name.clone(),
                     total: i32::try_from(r.total).unwrap_or(i32::MAX),
                     in_use: i32::try_from(r.in_use).unwrap_or(i32::MAX),
                     end_time: r.end,
-                }),
-                price_per_hour: g.spec.price_per_hour,
-                topology_domain: g
-                    .spec
-                    .topology_domain
-                    .as_ref()
-                    .map(|t| (t.key.clone(), t.value.clone())),
-                priority: g.spec.priority,
+                });
+                NodeGroupDetails::from_spec(g.id.clone(), &g.spec, template_of(g), reservation)
             })
             .collect())
     }

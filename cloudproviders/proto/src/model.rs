@@ -109,6 +109,17 @@ pub struct InstanceDetails {
     pub requested_at: Option<SystemTime>,
 }
 
+/// An instance as externalgrpc reports it, from what the extension knows of it.
+impl From<InstanceDetails> for Instance {
+    fn from(details: InstanceDetails) -> Self {
+        Self {
+            id: details.id,
+            state: details.state,
+            error: details.error,
+        }
+    }
+}
+
 /// What a new node of a group looks like.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TemplateNode {
@@ -127,6 +138,16 @@ pub enum CapacityType {
     OnDemand,
     /// Interruptible.
     Spot,
+}
+
+impl From<dra_api::CapacityType> for CapacityType {
+    fn from(capacity_type: dra_api::CapacityType) -> Self {
+        match capacity_type {
+            dra_api::CapacityType::Reserved => Self::Reserved,
+            dra_api::CapacityType::OnDemand => Self::OnDemand,
+            dra_api::CapacityType::Spot => Self::Spot,
+        }
+    }
 }
 
 /// The state of the reservation behind a reserved group.
@@ -169,6 +190,32 @@ pub struct NodeGroupDetails {
     pub priority: i32,
 }
 
+impl NodeGroupDetails {
+    /// A group's details as its NodeGroup spec gives them: the one place where the spec's
+    /// capacity type, price, topology domain and priority become the extension's fields.
+    /// The template and the reservation's live status come from the provider.
+    #[must_use]
+    pub fn from_spec(
+        id: String,
+        spec: &dra_api::NodeGroupSpec,
+        template: TemplateNode,
+        reservation: Option<ReservationStatus>,
+    ) -> Self {
+        Self {
+            id,
+            template,
+            capacity_type: spec.capacity_type.into(),
+            reservation,
+            price_per_hour: spec.price_per_hour,
+            topology_domain: spec
+                .topology_domain
+                .as_ref()
+                .map(|t| (t.key.clone(), t.value.clone())),
+            priority: spec.priority,
+        }
+    }
+}
+
 /// An all-or-nothing scale-up request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AtomicIncrease {
@@ -203,4 +250,57 @@ pub struct AutoscalingOptions {
     pub max_node_startup: Option<Duration>,
     /// Keep a partially failed zero-or-max scale-up instead of cancelling it.
     pub allow_non_atomic_scale_up_to_max: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(json: serde_json::Value) -> dra_api::NodeGroupSpec {
+        serde_json::from_value(json).expect("a NodeGroup spec")
+    }
+
+    #[test]
+    fn details_carry_what_the_spec_says_and_what_the_provider_knows() {
+        let spec = spec(serde_json::json!({
+            "provider": "aws", "providerID": "p5-block", "minSize": 0, "maxSize": 4,
+            "capacityType": "reserved",
+            "reservation": {"id": "cr-1", "total": 4},
+            "pricePerHour": 31.46, "priority": 7,
+            "topologyDomain": {"key": "example.com/placement-group", "value": "pg-1"},
+            "template": {"capacity": {"cpu": "192", "memory": "2Ti", "pods": "110"}}
+        }));
+        let live = ReservationStatus {
+            id: "cr-1".into(),
+            total: 4,
+            in_use: 3,
+            end_time: None,
+        };
+        let details = NodeGroupDetails::from_spec(
+            "p5-block".into(),
+            &spec,
+            TemplateNode::default(),
+            Some(live.clone()),
+        );
+        assert_eq!(details.id, "p5-block");
+        assert_eq!(details.capacity_type, CapacityType::Reserved);
+        assert_eq!(details.reservation, Some(live));
+        assert!((details.price_per_hour - 31.46).abs() < f64::EPSILON);
+        assert_eq!(details.priority, 7);
+        assert_eq!(
+            details.topology_domain,
+            Some(("example.com/placement-group".into(), "pg-1".into()))
+        );
+    }
+
+    #[test]
+    fn every_capacity_type_maps_to_its_namesake() {
+        for (api, wire) in [
+            (dra_api::CapacityType::Reserved, CapacityType::Reserved),
+            (dra_api::CapacityType::OnDemand, CapacityType::OnDemand),
+            (dra_api::CapacityType::Spot, CapacityType::Spot),
+        ] {
+            assert_eq!(CapacityType::from(api), wire);
+        }
+    }
 }
