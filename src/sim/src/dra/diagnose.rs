@@ -24,8 +24,10 @@ struct Funnel {
     untainted: usize,
     counters: usize,
     capacity: usize,
-    /// An example device dropped at each step, with the reason.
-    allocated_example: Option<String>,
+    /// The first few matching devices that are taken (all of them are counted in
+    /// `matched - free`), named so a reader does not take one example for the only one.
+    allocated: Vec<String>,
+    /// An example device dropped at each later step, with the reason.
     taint_example: Option<String>,
     counter_example: Option<String>,
     capacity_example: Option<String>,
@@ -175,10 +177,7 @@ fn request_blocker(search: &mut Search<'_, '_>, key: RKey) -> Option<String> {
         ));
     }
     if funnel.free < needed {
-        let example = funnel
-            .allocated_example
-            .map(|e| format!(" ({e})"))
-            .unwrap_or_default();
+        let example = allocated_note(&funnel.allocated, funnel.matched - funnel.free);
         return Some(format!(
             "{prefix}{} {} match but only {} {} free, {needed} needed{example}",
             funnel.matched,
@@ -214,6 +213,26 @@ fn request_blocker(search: &mut Search<'_, '_>, key: RKey) -> Option<String> {
     None
 }
 
+/// How many taken devices a "only N free" reason names.
+const NAMED_ALLOCATED: usize = 3;
+
+/// ` (devices a, b and c are allocated)`, ` (devices a, b, c and 5 more are allocated)`:
+/// the first `named` of the `taken` matching devices that are allocated.
+fn allocated_note(named: &[String], taken: usize) -> String {
+    let more = taken.saturating_sub(named.len());
+    match (named, more) {
+        ([], _) => String::new(),
+        ([one], 0) => format!(" (device {one} is allocated)"),
+        ([first @ .., last], 0) => {
+            format!(" (devices {} and {last} are allocated)", first.join(", "))
+        }
+        (all, more) => format!(
+            " (devices {} and {more} more are allocated)",
+            all.join(", ")
+        ),
+    }
+}
+
 fn funnel(search: &mut Search<'_, '_>, key: RKey) -> Funnel {
     let mut funnel = Funnel::default();
     let pools = search.chk.pools;
@@ -236,9 +255,8 @@ fn funnel(search: &mut Search<'_, '_>, key: RKey) -> Funnel {
                 let device = &slice.devices[device_idx];
                 let data = search.request_of(key);
                 if !data.admin && search.states[pool_idx].exclusive[dev.flat] {
-                    if funnel.allocated_example.is_none() {
-                        funnel.allocated_example =
-                            Some(format!("device {} is allocated", device.name));
+                    if funnel.allocated.len() < NAMED_ALLOCATED {
+                        funnel.allocated.push(device.name.clone());
                     }
                     continue;
                 }
@@ -400,5 +418,39 @@ fn capacity_reason(search: &Search<'_, '_>, key: RKey, dev: DevRef) -> Option<St
             "device {} has not enough free capacity for the request (or the request violates its request policy)",
             device.name
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allocated_note;
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn every_taken_device_is_named_or_counted() {
+        assert_eq!(allocated_note(&[], 0), "");
+        assert_eq!(
+            allocated_note(&names(&["gpu-0"]), 1),
+            " (device gpu-0 is allocated)"
+        );
+        assert_eq!(
+            allocated_note(&names(&["gpu-0", "gpu-1"]), 2),
+            " (devices gpu-0 and gpu-1 are allocated)"
+        );
+        assert_eq!(
+            allocated_note(&names(&["gpu-0", "gpu-1", "gpu-2"]), 3),
+            " (devices gpu-0, gpu-1 and gpu-2 are allocated)"
+        );
+        assert_eq!(
+            allocated_note(&names(&["gpu-0", "gpu-1", "gpu-2"]), 8),
+            " (devices gpu-0, gpu-1, gpu-2 and 5 more are allocated)"
+        );
+        assert_eq!(
+            allocated_note(&names(&["gpu-0"]), 2),
+            " (devices gpu-0 and 1 more are allocated)"
+        );
     }
 }
