@@ -35,10 +35,22 @@ const EVAL_STACK: usize = 8 << 20;
 /// the API server refuses a longer selector before compiling it.
 pub const CEL_SELECTOR_EXPRESSION_MAX_LENGTH: usize = 10 * 1024;
 
-/// At most this many tokens reach cel-rust's parser when [`shape`] found a
-/// syntax error: cel-rust then words the error, and no chain or nesting in
-/// so few tokens can get near the recursion limits.
-const MAX_TOKENS_FOR_PARSER_MESSAGE: usize = 400;
+/// When [`shape`] found a syntax error, cel-rust's parser words it only for an
+/// expression of at most this many bytes whose brackets nest at most
+/// [`MAX_DEPTH_FOR_PARSER_MESSAGE`] deep; anything else gets our own line at
+/// the position where the grammar broke (divergence C11). Both bounds come
+/// from the `cel` fuzz target: on malformed text cel-rust's error recovery
+/// grows faster than the text. 1,855 bytes ending an `r"""` literal that our
+/// lexer accepts and cel-rust's does not made 3.9 million errors in 36 s
+/// (every prefix of it took milliseconds); and time and memory grow
+/// exponentially with nesting: `- (- - (` twenty times took 2 s in the fuzz
+/// build, thirty times more than 2 GiB. Within both bounds such input costs
+/// milliseconds, and no chain or nesting gets near the recursion limits.
+const MAX_BYTES_FOR_PARSER_MESSAGE: usize = 256;
+
+/// See [`MAX_BYTES_FOR_PARSER_MESSAGE`]; measured by [`shape`]'s tokens and
+/// by the raw text, since the two lexers can disagree on malformed input.
+const MAX_DEPTH_FOR_PARSER_MESSAGE: usize = 12;
 
 /// Parses `expression` the way kube-scheduler's compiler would see it:
 /// length limit, grammar shape and recursion limits first (see [`shape`]),
@@ -62,7 +74,10 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
         Err(ShapeError::Lex(e)) => {
             return Err(syntax_error(expression, e.offset, &e.message));
         }
-        Err(ShapeError::Syntax { offset, tokens }) if tokens > MAX_TOKENS_FOR_PARSER_MESSAGE => {
+        Err(ShapeError::Syntax { offset, depth })
+            if expression.len() > MAX_BYTES_FOR_PARSER_MESSAGE
+                || depth.max(raw_bracket_depth(expression)) > MAX_DEPTH_FOR_PARSER_MESSAGE =>
+        {
             return Err(syntax_error(expression, offset, "unexpected input"));
         }
         // A small expression: cel-rust's parser says what is wrong.
@@ -88,6 +103,24 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
             format!("compilation failed: {PARSER_PANIC}"),
         )),
     }
+}
+
+/// How deep `(`, `[` and `{` nest in the text, quotes ignored. [`shape`]'s
+/// tokens can differ from cel-rust's on malformed input (a literal one lexer
+/// ends early and the other late), so both depths must be within bounds.
+fn raw_bracket_depth(expression: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for byte in expression.bytes() {
+        match byte {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// cel-go's syntax error line, `ERROR: <input>:LINE:COL: Syntax error: …`.

@@ -77,10 +77,11 @@
 //!   `all()`/`exists()` (C10: cel-go ignores an error in one element when
 //!   another decides the result; cel-rust stops at the first error, which
 //!   aborts allocation).
-//! - **C11 Syntax error wording.** An expression of more than 400 tokens with
-//!   a syntax error gets our own one-line message (its position, "unexpected
-//!   input") instead of cel-rust's list, which could repeat the whole
-//!   expression once per error; at most five parse errors are listed.
+//! - **C11 Syntax error wording.** A malformed expression longer than 256
+//!   bytes, or whose brackets nest more than 12 deep, gets our own one-line
+//!   message (its position, "unexpected input") instead of cel-rust's list,
+//!   which could repeat the whole expression once per error and whose error
+//!   recovery grows faster than the text; at most five parse errors are listed.
 //! - **C12 `device.allowMultipleAllocations` and the gate** (matches
 //!   upstream). Upstream's scheduler compiles in StoredExpressions, which
 //!   ignores gates, so the field always compiles there; only the apiserver's

@@ -41,8 +41,8 @@ pub(crate) enum ShapeError {
     /// A character sequence that is no token of the grammar.
     Lex(LexError),
     /// The tokens do not form an expression; `offset` is where it broke,
-    /// `tokens` how many the expression has in all.
-    Syntax { offset: usize, tokens: usize },
+    /// `depth` how deep its brackets (`(`, `[`, `{`) nest at most.
+    Syntax { offset: usize, depth: usize },
     /// One of cel-go's recursion limits; the message is cel-go's.
     TooDeep(&'static str),
 }
@@ -83,24 +83,39 @@ pub(crate) fn check(src: &str) -> Result<Shape, ShapeError> {
         end: src.len(),
         shape: Shape::default(),
     };
+    let depth = bracket_depth(&tokens);
     let with_count = |e: ShapeError| match e {
-        ShapeError::Syntax { offset, .. } => ShapeError::Syntax {
-            offset,
-            tokens: tokens.len(),
-        },
+        ShapeError::Syntax { offset, .. } => ShapeError::Syntax { offset, depth },
         other => other,
     };
     let visit_depth = recognizer.expr().map_err(with_count)?;
     if let Some(t) = recognizer.tokens.get(recognizer.pos) {
         return Err(ShapeError::Syntax {
             offset: t.start,
-            tokens: tokens.len(),
+            depth,
         });
     }
     if visit_depth > MAX_RECURSION {
         return Err(ShapeError::TooDeep(VISIT_LIMIT_MESSAGE));
     }
     Ok(recognizer.shape)
+}
+
+/// How deep the brackets of `tokens` nest at most (closers without an opener
+/// are ignored).
+fn bracket_depth(tokens: &[Token]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for token in tokens {
+        match token.kind {
+            Tok::LParen | Tok::LBracket | Tok::LBrace => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            Tok::RParen | Tok::RBracket | Tok::RBrace => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// The rules of `CEL.g4`, whose open contexts cel-go's listener counts.
@@ -150,7 +165,7 @@ impl Recognizer<'_> {
     fn syntax_error(&self) -> ShapeError {
         ShapeError::Syntax {
             offset: self.tokens.get(self.pos).map_or(self.end, |t| t.start),
-            tokens: self.tokens.len(),
+            depth: 0,
         }
     }
 
