@@ -63,8 +63,8 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
             format!("Too long: must have at most {CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes"),
         ));
     }
-    let source = match shape::check(expression) {
-        Ok(found) => found.normalized(expression),
+    let shape = match shape::check(expression) {
+        Ok(found) => found,
         Err(ShapeError::TooDeep(message)) => {
             return Err(CelError::compile(
                 expression,
@@ -74,6 +74,9 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
         Err(ShapeError::Lex(e)) => {
             return Err(syntax_error(expression, e.offset, &e.message));
         }
+        Err(ShapeError::Literal(e)) => {
+            return Err(located_error(expression, e.offset, e.message));
+        }
         Err(ShapeError::Syntax { offset, depth })
             if expression.len() > MAX_BYTES_FOR_PARSER_MESSAGE
                 || depth.max(raw_bracket_depth(expression)) > MAX_DEPTH_FOR_PARSER_MESSAGE =>
@@ -81,8 +84,9 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
             return Err(syntax_error(expression, offset, "unexpected input"));
         }
         // A small expression: cel-rust's parser says what is wrong.
-        Err(ShapeError::Syntax { .. }) => std::borrow::Cow::Borrowed(expression),
+        Err(ShapeError::Syntax { .. }) => shape::Shape::default(),
     };
+    let source = shape.normalized(expression);
     // cel-rust's own guard counts only nested `expr` rules (at 96); `shape`
     // already holds every rule to cel-go's 250, so it is set out of reach.
     let source = source.as_ref();
@@ -93,7 +97,10 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
             .parse(source)
     });
     match parsed {
-        Ok(Ok(ast)) => Ok(ast),
+        Ok(Ok(mut ast)) => {
+            shape.literals.restore(&mut ast);
+            Ok(ast)
+        }
         Ok(Err(errors)) => Err(CelError::compile(
             expression,
             format!("compilation failed: {}", parse_errors(&errors.errors)),
@@ -125,12 +132,28 @@ fn raw_bracket_depth(expression: &str) -> usize {
 
 /// cel-go's syntax error line, `ERROR: <input>:LINE:COL: Syntax error: …`.
 fn syntax_error(expression: &str, offset: usize, what: &str) -> CelError {
-    let before = &expression.as_bytes()[..offset.min(expression.len())];
-    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
-    let column = before.iter().rev().take_while(|&&b| b != b'\n').count();
+    located_error(expression, offset, &format!("Syntax error: {what}"))
+}
+
+/// A cel-go error line, `ERROR: <input>:LINE:COL: …`, for `offset`: lines
+/// count from 1, columns are code points from 1 (cel-go adds one to its
+/// 0-based column for display).
+fn located_error(expression: &str, offset: usize, what: &str) -> CelError {
+    let mut at = offset.min(expression.len());
+    while !expression.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &expression[..at];
+    let line = 1 + before.matches('\n').count();
+    let column = 1 + before
+        .rsplit('\n')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .count();
     CelError::compile(
         expression,
-        format!("compilation failed: ERROR: <input>:{line}:{column}: Syntax error: {what}"),
+        format!("compilation failed: ERROR: <input>:{line}:{column}: {what}"),
     )
 }
 

@@ -27,7 +27,9 @@
 //! compile-time errors upstream's checker raises and rewrites the tree so the
 //! interpreter's answers match; `library` holds the functions, with exact
 //! replacements for kube-cel's quantity and semver types (`quantity`,
-//! `semver`); `device` builds the per-device scope once.
+//! `semver`); `device` builds the per-device scope once. String and bytes
+//! literals are decoded by `literals` as cel-go decodes them and reach
+//! cel-rust's parser only as placeholders (it reads some differently).
 //!
 //! # Limits
 //!
@@ -70,8 +72,9 @@
 //!   error ("expression is nested more than 250 levels deep"), also where
 //!   cel-go's parser limits (250 per rule) would accept them, e.g. 60 nested
 //!   `exists()` macros. cel-go has no such check after parsing.
-//! - **C5–C10**: literal decoding (C5), heterogeneous numeric equality inside
-//!   lists and maps (C6), `bool()`, `string(bytes)` and `bytes(bytes)`
+//! - **C5–C10**: negative hexadecimal int literals (C5; string and bytes
+//!   literals are decoded by `literals` as cel-go decodes them),
+//!   heterogeneous numeric equality inside lists and maps (C6), `bool()`, `string(bytes)` and `bytes(bytes)`
 //!   conversions (C7), optional chaining beyond `.?`, `[?]`, `orValue`, `or`
 //!   (C8), two-variable comprehensions (C9), and error absorption in
 //!   `all()`/`exists()` (C10: cel-go ignores an error in one element when
@@ -102,6 +105,7 @@ mod device;
 mod error;
 mod lexer;
 mod library;
+mod literals;
 mod quantity;
 mod semver;
 mod shape;

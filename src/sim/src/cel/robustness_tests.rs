@@ -173,3 +173,41 @@ fn deeply_nested_malformed_expressions_never_reach_cel_rusts_parser() {
         shallow.message
     );
 }
+
+#[test]
+fn literals_cel_rust_misreads_get_cel_go_s_values_and_never_reach_its_lexer() {
+    // Found by the `cel` fuzz target: a raw triple-quoted literal holding NUL characters. cel-go
+    // reads one literal; cel-rust's lexer lost it and recovered with an error per character
+    // (about a million errors, 13-15 s and 0.7 GiB each in the fuzz build). The literal is
+    // well formed, so the answer is cel-go's: no `<` between an int and a string (an error at
+    // compile time in cel-go, at run time here: C2).
+    for input in [
+        &include_bytes!("fuzz-cel-slow-raw-2928.txt")[..],
+        &include_bytes!("fuzz-cel-slow-raw-3531.txt")[..],
+    ] {
+        let expression = String::from_utf8_lossy(input);
+        let started = std::time::Instant::now();
+        let err = evaluate(&expression).unwrap_err();
+        assert_eq!(err.kind, CelErrorKind::Runtime, "{err}");
+        assert_eq!(err.message, "no such overload");
+        assert!(started.elapsed().as_secs() < 2, "{:?}", started.elapsed());
+    }
+    // What a user may write, with cel-go's values (cel-rust alone refused the first and read
+    // the others differently).
+    assert_eq!(evaluate(r#""""say "hi" """ == 'say "hi" '"#), Ok(true));
+    assert_eq!(evaluate(r#"r"""C:\dir\" """.size() == 9"#), Ok(true));
+    assert_eq!(evaluate(r#""\X41\'" == "A'""#), Ok(true));
+    assert_eq!(evaluate(r#"b"""\xff""".size() == 1"#), Ok(true));
+    assert_eq!(evaluate("r\"\"\"a\u{0}b\"\"\".size() == 3"), Ok(true));
+    // Literals cel-go's parser refuses, with its message and position.
+    let err = evaluate(r#"device.driver == "\ud800""#).unwrap_err();
+    assert_eq!(
+        err.message,
+        "compilation failed: ERROR: <input>:1:18: invalid unicode code point"
+    );
+    let err = evaluate("device.driver == 'é' ||\n  b'\\u00ff' == b''").unwrap_err();
+    assert_eq!(
+        err.message,
+        "compilation failed: ERROR: <input>:2:3: unable to unescape string"
+    );
+}

@@ -26,6 +26,7 @@
 use std::borrow::Cow;
 
 use super::lexer::{LexError, Tok, Token, tokenize};
+use super::literals::{LiteralError, Literals};
 
 /// cel-go's default `maxRecursionDepth`, for both of its counters.
 pub(crate) const MAX_RECURSION: usize = 250;
@@ -45,6 +46,8 @@ pub(crate) enum ShapeError {
     Syntax { offset: usize, depth: usize },
     /// One of cel-go's recursion limits; the message is cel-go's.
     TooDeep(&'static str),
+    /// A string or bytes literal cel-go's parser cannot decode.
+    Literal(LiteralError),
 }
 
 /// What [`check`] learnt about an accepted expression.
@@ -52,12 +55,15 @@ pub(crate) enum ShapeError {
 pub(crate) struct Shape {
     /// Byte ranges of unary operator runs of even length.
     even_unary_runs: Vec<(usize, usize)>,
+    /// Literals cel-rust must see as placeholders.
+    pub(crate) literals: Literals,
 }
 
 impl Shape {
-    /// `src` with every even unary run replaced by spaces (offsets unchanged).
+    /// `src` with every even unary run replaced by spaces and literals by
+    /// their placeholders (see [`Literals`]); offsets unchanged.
     pub(crate) fn normalized<'a>(&self, src: &'a str) -> Cow<'a, str> {
-        if self.even_unary_runs.is_empty() {
+        if self.even_unary_runs.is_empty() && self.literals.is_empty() {
             return Cow::Borrowed(src);
         }
         let mut bytes = src.as_bytes().to_vec();
@@ -69,7 +75,8 @@ impl Shape {
             }
         }
         // Only ASCII operators were replaced by ASCII spaces.
-        Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|_| src.to_string()))
+        let blanked = String::from_utf8(bytes).unwrap_or_else(|_| src.to_string());
+        Cow::Owned(self.literals.apply(&blanked))
     }
 }
 
@@ -98,7 +105,9 @@ pub(crate) fn check(src: &str) -> Result<Shape, ShapeError> {
     if visit_depth > MAX_RECURSION {
         return Err(ShapeError::TooDeep(VISIT_LIMIT_MESSAGE));
     }
-    Ok(recognizer.shape)
+    let mut shape = recognizer.shape;
+    shape.literals = Literals::find(src, &tokens).map_err(ShapeError::Literal)?;
+    Ok(shape)
 }
 
 /// How deep the brackets of `tokens` nest at most (closers without an opener
