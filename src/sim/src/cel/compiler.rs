@@ -83,8 +83,9 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
         {
             return Err(syntax_error(expression, offset, "unexpected input"));
         }
-        // A small expression: cel-rust's parser says what is wrong.
-        Err(ShapeError::Syntax { .. }) => shape::Shape::default(),
+        // A small expression: cel-rust's parser says what is wrong (bounded
+        // above, so its error recovery stays cheap).
+        Err(ShapeError::Syntax { .. }) => shape::Shape::for_malformed(expression),
     };
     let source = shape.normalized(expression);
     // cel-rust's own guard counts only nested `expr` rules (at 96); `shape`
@@ -98,7 +99,7 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
     });
     match parsed {
         Ok(Ok(mut ast)) => {
-            shape.literals.restore(&mut ast);
+            shape.restore_literals(&mut ast);
             Ok(ast)
         }
         Ok(Err(errors)) => Err(CelError::compile(

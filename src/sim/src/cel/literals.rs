@@ -5,13 +5,14 @@
 //! Why: cel-rust 0.13 decodes raw, triple-quoted and bytes literals and some
 //! escapes differently from cel-go (`r"""a\" b"""`, `b"""x"""`, `'\X41'`,
 //! `"\'"`), refuses others (`"""say "hi" """`), and its generated lexer loses a
-//! triple-quoted literal that contains a NUL character, then recovers with one
-//! error per following character (a 3 KiB selector took 15 s and 0.7 GiB: the
-//! `cel` fuzz target). [`super::lexer`] already finds every literal exactly as
-//! cel-go's lexer does, so each literal that is not a plain quoted string is
-//! decoded here and replaced, for cel-rust, by a plain literal of the same
-//! length holding a unique tag; [`Literals::restore`] puts the decoded values
-//! back into the parsed tree.
+//! raw triple-quoted literal that contains NUL or U+10FFFF (antlr4rust's
+//! wildcard excludes both), then recovers with one error per following
+//! character (a 3 KiB selector took 15 s and 0.7 GiB: the `cel` fuzz target).
+//! [`super::lexer`] already finds every literal exactly as cel-go's lexer
+//! does, so each literal that is not a plain quoted string is decoded here and
+//! replaced, for cel-rust, by a plain literal holding a unique tag, of the
+//! same length wherever the tag fits (so error positions stay right);
+//! [`Literals::restore`] puts the decoded values back into the parsed tree.
 
 use std::collections::{HashMap, HashSet};
 
@@ -164,9 +165,24 @@ impl Literals {
     /// without escapes (the only form cel-rust is known to read as cel-go does).
     pub(crate) fn find(src: &str, tokens: &[Token]) -> Result<Self, LiteralError> {
         let mut needing_swap = Vec::new();
-        let mut plain_values = HashSet::new();
-        for token in tokens.iter().filter(|t| t.kind == Tok::Literal) {
+        // Strings in the parsed tree that are no placeholder: plain literals,
+        // and names, which cel-rust turns into string literals (the field of
+        // `x.?name` is one); no tag may equal any of them.
+        let mut other_strings = HashSet::new();
+        for token in tokens {
             let text = &src[token.start..token.end];
+            match token.kind {
+                Tok::Ident => {
+                    other_strings.insert(text);
+                    continue;
+                }
+                Tok::EscIdent => {
+                    other_strings.insert(&text[1..text.len() - 1]);
+                    continue;
+                }
+                Tok::Literal => {}
+                _ => continue,
+            }
             if !matches!(
                 text.as_bytes().first(),
                 Some(b'"' | b'\'' | b'r' | b'R' | b'b' | b'B')
@@ -178,7 +194,7 @@ impl Literals {
                 message,
             })?;
             if is_plain(text) {
-                plain_values.insert(&text[1..text.len() - 1]);
+                other_strings.insert(&text[1..text.len() - 1]);
             } else {
                 needing_swap.push((token, value));
             }
@@ -211,15 +227,14 @@ impl Literals {
                 });
                 continue;
             }
+            // Tags differ from each other (`tag_text` is one-to-one) and every
+            // bytes value in the tree is a placeholder, so only strings can
+            // meet another value.
             let tag = loop {
                 let tag = tag_text(next_tag, room);
                 next_tag += 1;
-                let taken = match value {
-                    Decoded::String(_) => {
-                        plain_values.contains(tag.as_str()) || literals.strings.contains_key(&tag)
-                    }
-                    Decoded::Bytes(_) => literals.bytes.contains_key(&tag),
-                };
+                let taken =
+                    matches!(value, Decoded::String(_)) && other_strings.contains(tag.as_str());
                 if !taken {
                     break tag;
                 }

@@ -26,6 +26,8 @@
 use std::borrow::Cow;
 
 use super::lexer::{LexError, Tok, Token, tokenize};
+use kube_cel::cel::common::ast::IdedExpr;
+
 use super::literals::{LiteralError, Literals};
 
 /// cel-go's default `maxRecursionDepth`, for both of its counters.
@@ -56,10 +58,30 @@ pub(crate) struct Shape {
     /// Byte ranges of unary operator runs of even length.
     even_unary_runs: Vec<(usize, usize)>,
     /// Literals cel-rust must see as placeholders.
-    pub(crate) literals: Literals,
+    literals: Literals,
 }
 
 impl Shape {
+    /// What a malformed expression needs before cel-rust words its syntax
+    /// error: its literals as placeholders where it lexes (cel-rust's lexer
+    /// must never meet a literal it reads differently), nothing else.
+    pub(crate) fn for_malformed(src: &str) -> Self {
+        let literals = tokenize(src)
+            .ok()
+            .and_then(|tokens| Literals::find(src, &tokens).ok())
+            .unwrap_or_default();
+        Self {
+            even_unary_runs: Vec::new(),
+            literals,
+        }
+    }
+
+    /// Puts the literals' decoded values into a tree parsed from
+    /// [`Shape::normalized`]'s text.
+    pub(crate) fn restore_literals(&self, ast: &mut IdedExpr) {
+        self.literals.restore(ast);
+    }
+
     /// `src` with every even unary run replaced by spaces and literals by
     /// their placeholders (see [`Literals`]); offsets unchanged.
     pub(crate) fn normalized<'a>(&self, src: &'a str) -> Cow<'a, str> {
