@@ -12,11 +12,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
-use common::{Controller, cluster, node_group, pod_group_resource};
+use common::{Controller, cluster, node_group, pod_group_resource, serve_and_connect};
 use dra_api::NodeGroup;
-use dra_controller::RunArgs;
-use dra_provider::{CloudProvider, ServeOptions};
+use dra_provider::CloudProvider;
 use dra_provider_aws::moto::{self, MotoServer};
 use dra_provider_aws::{AwsProvider, Config};
 use k8s_openapi::api::core::v1::ResourceClaim as ContainerClaim;
@@ -30,12 +28,6 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 async fn gpu_class(client: &Client) {
     let class = DeviceClass {
@@ -200,27 +192,8 @@ async fn a_gpu_gang_grows_the_auto_scaling_group_and_the_planned_nodes_register(
     gpu_class(&client).await;
     gang(&client, "train", 2).await;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let grpc = tokio::spawn(dra_provider::serve(
-        Arc::new(provider.clone()),
-        listener,
-        ServeOptions::default(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    let args = Cli::try_parse_from(["run", "--provider", &format!("aws=http://{addr}")])
-        .expect("flags")
-        .run;
-    let executor = Arc::new(
-        dra_controller::run::connect_providers(&args)
-            .await
-            .expect("provider client"),
-    );
+    let (executor, served) = serve_and_connect("aws", Arc::new(provider.clone())).await;
+    let (stop, grpc) = (served.stop, served.task);
     let controller = Controller::start(&client, executor).await;
 
     let summary = controller.run_once().await;

@@ -5,19 +5,11 @@
 
 mod common;
 
-use clap::Parser;
-use common::{Controller, cluster, create_gang, create_node_group_with_id, node_group};
+use common::{
+    Controller, cluster, create_gang, create_node_group_with_id, node_group, serve_and_connect,
+};
 use dra_api::NODE_GROUP_LABEL;
-use dra_controller::RunArgs;
-use dra_provider::ServeOptions;
 use dra_provider_fake::{Config, FakeProvider};
-use std::sync::Arc;
-
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 const FAKE_CONFIG: &str = r#"
 sliceDelayMs: 0
@@ -50,28 +42,8 @@ async fn gang_scale_up_through_the_fake_provider_registers_nodes_once() {
     )
     .await
     .expect("fake provider starts");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let grpc = tokio::spawn(dra_provider::serve(
-        provider,
-        listener,
-        ServeOptions::default(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-
-    let args = Cli::try_parse_from(["run", "--provider", &format!("fake=http://{addr}")])
-        .expect("flags")
-        .run;
-    let executor = Arc::new(
-        dra_controller::run::connect_providers(&args)
-            .await
-            .expect("provider client"),
-    );
+    let (executor, served) = serve_and_connect("fake", provider).await;
+    let (stop, grpc) = (served.stop, served.task);
     let controller = Controller::start(&client, executor).await;
 
     let summary = controller.run_once().await;

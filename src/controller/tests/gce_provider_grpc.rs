@@ -9,21 +9,13 @@ mod common;
 
 use std::sync::Arc;
 
-use clap::Parser;
-use common::{Controller, cluster, create_gang, node_group};
+use common::{Controller, cluster, create_gang, node_group, serve_and_connect};
 use dra_api::NodeGroup;
-use dra_controller::RunArgs;
-use dra_provider::{CloudProvider, ServeOptions};
+use dra_provider::CloudProvider;
 use dra_provider_gce::stand_in::{StandIn, World};
 use dra_provider_gce::{Config, Gce, GceProvider};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
-
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 fn world() -> World {
     let mut w = World::new("proj");
@@ -69,27 +61,8 @@ async fn a_gang_grows_the_managed_instance_group_and_the_planned_nodes_register(
         .expect("NodeGroup created");
     create_gang(&client, "train", 2, "12").await;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let grpc = tokio::spawn(dra_provider::serve(
-        Arc::new(provider.clone()),
-        listener,
-        ServeOptions::default(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    let args = Cli::try_parse_from(["run", "--provider", &format!("gce=http://{addr}")])
-        .expect("flags")
-        .run;
-    let executor = Arc::new(
-        dra_controller::run::connect_providers(&args)
-            .await
-            .expect("provider client"),
-    );
+    let (executor, served) = serve_and_connect("gce", Arc::new(provider.clone())).await;
+    let (stop, grpc) = (served.stop, served.task);
     let controller = Controller::start(&client, executor).await;
 
     let summary = controller.run_once().await;

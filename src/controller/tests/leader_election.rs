@@ -6,7 +6,6 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
 use common::{cluster, create_gang, create_node_group, eventually};
 use dra_controller::RunArgs;
 use dra_controller::executor::memory::InMemoryProvider;
@@ -15,14 +14,8 @@ use kube::Client;
 use kube::api::Api;
 use tokio::sync::watch;
 
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-}
-
 fn args(identity: &str) -> RunArgs {
-    Cli::try_parse_from([
+    common::run_args([
         "run",
         "--identity",
         identity,
@@ -42,8 +35,6 @@ fn args(identity: &str) -> RunArgs {
         "100ms",
         "--dry-run",
     ])
-    .expect("flags parse")
-    .run
 }
 
 struct Replica {

@@ -8,13 +8,8 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use clap::Parser;
-use common::{Controller, cluster, create_node_group_with_id, eventually};
+use common::{Controller, cluster, create_node_group_with_id, eventually, serve_and_connect};
 use dra_api::NODE_GROUP_LABEL;
-use dra_controller::RunArgs;
-use dra_provider::ServeOptions;
 use dra_provider_fake::{Config, FakeProvider};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -22,12 +17,6 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
-
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 const FAKE_CONFIG: &str = r#"
 sliceDelayMs: 0
@@ -79,27 +68,8 @@ async fn controller_with_provider(
     )
     .await
     .expect("fake provider starts");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let grpc = tokio::spawn(dra_provider::serve(
-        provider,
-        listener,
-        ServeOptions::default(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    let args = Cli::try_parse_from(["run", "--provider", &format!("fake=http://{addr}")])
-        .expect("flags")
-        .run;
-    let executor = Arc::new(
-        dra_controller::run::connect_providers(&args)
-            .await
-            .expect("provider client"),
-    );
+    let (executor, served) = serve_and_connect("fake", provider).await;
+    let (stop, grpc) = (served.stop, served.task);
     (Controller::start(client, executor).await, stop, grpc)
 }
 

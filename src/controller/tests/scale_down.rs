@@ -6,28 +6,19 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
 use common::{Controller, cluster, create_node_group_with_id, events, node_group};
-use dra_controller::RunArgs;
 use dra_controller::scaledown::ScaleDownConfig;
 use dra_plan::scaledown::ScaleDownDefaults;
 use dra_plan::scaledown::keys::TO_BE_DELETED_TAINT;
-use dra_provider::{ClientConfig, ProviderClient, ServeOptions};
+use dra_provider::{ClientConfig, ProviderClient};
 use dra_provider_fake::{Config, FakeProvider};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    run: RunArgs,
-}
 
 const FAKE_CONFIG: &str = r#"
 sliceDelayMs: 0
@@ -59,26 +50,15 @@ async fn cloud(kube: &Client) -> Cloud {
     )
     .await
     .expect("fake provider starts");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(dra_provider::serve(
-        provider,
-        listener,
-        ServeOptions::default(),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
+    let served = common::serve_provider(provider).await;
+    let addr = served.addr;
     let client = ProviderClient::connect(ClientConfig::new(format!("http://{addr}")))
         .await
         .expect("provider client");
     Cloud {
         addr,
         client,
-        _stop: stop,
+        _stop: served.stop,
     }
 }
 
@@ -104,14 +84,7 @@ async fn controller(
     timeout: SignedDuration,
 ) -> Controller {
     let kube = server.client();
-    let args = Cli::try_parse_from(["run", "--provider", &format!("fake=http://{}", cloud.addr)])
-        .expect("flags")
-        .run;
-    let executor = Arc::new(
-        dra_controller::run::connect_providers(&args)
-            .await
-            .expect("provider client"),
-    );
+    let executor = common::connect_provider("fake", cloud.addr).await;
     let evictions = common::no_retry_client(server);
     Controller::start_with(&kube, executor, Some((config(timeout), evictions))).await
 }

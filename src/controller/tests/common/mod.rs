@@ -337,3 +337,70 @@ pub async fn node_group(client: &Client, name: &str) -> NodeGroup {
         .await
         .expect("NodeGroup read")
 }
+
+#[derive(Debug, clap::Parser)]
+struct RunCli {
+    #[command(flatten)]
+    run: dra_controller::RunArgs,
+}
+
+/// `run`'s flags parsed as the binary parses them; `argv` starts with `run`.
+pub fn run_args<I, T>(argv: I) -> dra_controller::RunArgs
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::Parser;
+    RunCli::try_parse_from(argv).expect("run flags").run
+}
+
+/// A provider served over gRPC on a free local port, as its binary serves it.
+pub struct ServedProvider {
+    pub addr: std::net::SocketAddr,
+    /// Sending (or dropping) stops the server.
+    pub stop: tokio::sync::oneshot::Sender<()>,
+    pub task: tokio::task::JoinHandle<Result<(), dra_provider::ServeError>>,
+}
+
+/// Serves `provider` the way `dra-provider-*` binaries do, on 127.0.0.1.
+pub async fn serve_provider<P: dra_provider::CloudProvider>(provider: Arc<P>) -> ServedProvider {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(dra_provider::serve(
+        provider,
+        listener,
+        dra_provider::ServeOptions::default(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    ServedProvider { addr, stop, task }
+}
+
+/// `run`'s own provider client for `--provider NAME=http://ADDR`.
+pub async fn connect_provider(
+    name: &str,
+    addr: std::net::SocketAddr,
+) -> Arc<dra_controller::executor::grpc::GrpcExecutor> {
+    let args = run_args(["run", "--provider", &format!("{name}=http://{addr}")]);
+    Arc::new(
+        dra_controller::run::connect_providers(&args)
+            .await
+            .expect("provider client"),
+    )
+}
+
+/// [`serve_provider`], then [`connect_provider`] to it as `NAME`.
+pub async fn serve_and_connect<P: dra_provider::CloudProvider>(
+    name: &str,
+    provider: Arc<P>,
+) -> (
+    Arc<dra_controller::executor::grpc::GrpcExecutor>,
+    ServedProvider,
+) {
+    let served = serve_provider(provider).await;
+    (connect_provider(name, served.addr).await, served)
+}
