@@ -25,8 +25,6 @@ use crate::gates::FeatureGates;
 const CASES: &str = include_str!("../../../../testdata/cel-spec/cases.jsonl");
 
 // Why a case is known to fail; each is an entry of docs/divergences.md.
-const LITERALS: &str =
-    "C5: cel-rust 0.13 does not read a negative hexadecimal int literal (-0x…) as cel-go does";
 const HETERO_EQ: &str = "C6: lists and maps of mixed numeric types compare unequal (cel-go: heterogeneous numeric equality)";
 const BOOL_CONV: &str = "C7: bool() conversion is not declared";
 const CONVERSIONS: &str =
@@ -38,10 +36,6 @@ const ABSORB: &str = "C10: an error in one element of all()/exists() is not abso
 
 /// `file/section/name` of cases we knowingly fail, with why.
 const KNOWN_DIVERGENCES: &[(&str, &str)] = &[
-    (
-        "basic/self_eval_nonzeroish/self_eval_int_hex_negative",
-        LITERALS,
-    ),
     (
         "comparisons/eq_literal/eq_list_mixed_type_numbers",
         HETERO_EQ,

@@ -13,6 +13,8 @@
 //! replaced, for cel-rust, by a plain literal holding a unique tag, of the
 //! same length wherever the tag fits (so error positions stay right);
 //! [`Literals::restore`] puts the decoded values back into the parsed tree.
+//! Hexadecimal ints are rewritten as decimal ones for the same reason
+//! (cel-rust refuses `-0x1F`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -165,6 +167,7 @@ impl Literals {
     /// without escapes (the only form cel-rust is known to read as cel-go does).
     pub(crate) fn find(src: &str, tokens: &[Token]) -> Result<Self, LiteralError> {
         let mut needing_swap = Vec::new();
+        let mut hex_ints = Vec::new();
         // Strings in the parsed tree that are no placeholder: plain literals,
         // and names, which cel-rust turns into string literals (the field of
         // `x.?name` is one); no tag may equal any of them.
@@ -181,6 +184,16 @@ impl Literals {
                     continue;
                 }
                 Tok::Literal => {}
+                Tok::Number => {
+                    if let Some(decimal) = hex_int_as_decimal(text) {
+                        hex_ints.push(Swap {
+                            start: token.start,
+                            end: token.end,
+                            placeholder: decimal,
+                        });
+                    }
+                    continue;
+                }
                 _ => continue,
             }
             if !matches!(
@@ -260,6 +273,9 @@ impl Literals {
                 placeholder,
             });
         }
+        // Placeholders were planned in source order, hexadecimal ints apart.
+        literals.swaps.extend(hex_ints);
+        literals.swaps.sort_by_key(|swap| swap.start);
         Ok(literals)
     }
 
@@ -351,6 +367,21 @@ fn is_plain(text: &str) -> bool {
     matches!(quote, b'"' | b'\'')
         && !(bytes.len() >= 6 && bytes.starts_with(&[quote; 3]))
         && !bytes.iter().any(|&b| b == b'\\' || b == 0)
+}
+
+/// A hexadecimal int literal (`0x1F`, no `u`) as a decimal one of the same
+/// length where it fits (`0031`), or None when `text` is no such literal or
+/// its value is no int even with a sign (then cel-rust and cel-go both refuse
+/// it). cel-rust reads `-0x1F` as the text "-0x1F" and refuses it; cel-go
+/// puts the sign before the digits (`strconv.ParseInt("-1F", 16, 64)`), which
+/// also makes `-0x8000000000000000` the smallest int.
+fn hex_int_as_decimal(text: &str) -> Option<String> {
+    let digits = text.strip_prefix("0x")?;
+    let value = u64::from_str_radix(digits, 16).ok()?;
+    if value > 1 << 63 {
+        return None;
+    }
+    Some(format!("{value:0>width$}", width = text.len()))
 }
 
 /// The `n`th tag in [`TAG_ALPHABET`], `room` characters long where `n` fits.

@@ -29,7 +29,8 @@
 //! replacements for kube-cel's quantity and semver types (`quantity`,
 //! `semver`); `device` builds the per-device scope once. String and bytes
 //! literals are decoded by `literals` as cel-go decodes them and reach
-//! cel-rust's parser only as placeholders (it reads some differently).
+//! cel-rust's parser only as placeholders, hexadecimal ints as decimal ones
+//! (it reads some differently; C5 in `docs/divergences.md`, now matched).
 //!
 //! # Limits
 //!
@@ -72,10 +73,8 @@
 //!   error ("expression is nested more than 250 levels deep"), also where
 //!   cel-go's parser limits (250 per rule) would accept them, e.g. 60 nested
 //!   `exists()` macros. cel-go has no such check after parsing.
-//! - **C5–C10**: negative hexadecimal int literals (C5; string and bytes
-//!   literals are decoded by `literals` as cel-go decodes them),
-//!   heterogeneous numeric equality inside lists and maps (C6), `bool()`, `string(bytes)` and `bytes(bytes)`
-//!   conversions (C7), optional chaining beyond `.?`, `[?]`, `orValue`, `or`
+//! - **C6–C10**: heterogeneous numeric equality inside lists and maps (C6),
+//!   `bool()`, `string(bytes)` and `bytes(bytes)` conversions (C7), optional chaining beyond `.?`, `[?]`, `orValue`, `or`
 //!   (C8), two-variable comprehensions (C9), and error absorption in
 //!   `all()`/`exists()` (C10: cel-go ignores an error in one element when
 //!   another decides the result; cel-rust stops at the first error, which

@@ -228,3 +228,25 @@ fn literals_cel_rust_misreads_get_cel_go_s_values_and_never_reach_its_lexer() {
         "compilation failed: ERROR: <input>:2:3: unable to unescape string"
     );
 }
+
+#[test]
+fn negative_hexadecimal_ints_read_as_cel_go_reads_them() {
+    // cel-go parses the sign with the digits (`strconv.ParseInt("-55555555", 16, 64)`).
+    assert_eq!(evaluate("-0x55555555 == -1431655765"), Ok(true));
+    assert_eq!(
+        evaluate("- 0x1F == -31 && 0x1F == 31 && 0x1Fu == 31u"),
+        Ok(true)
+    );
+    assert_eq!(
+        evaluate("-0x8000000000000000 == -9223372036854775807 - 1"),
+        Ok(true)
+    );
+    // Without a sign 2^63 is no int: cel-go's parser refuses it.
+    let err = evaluate("0x8000000000000000 > 0").unwrap_err();
+    assert_eq!(err.kind, CelErrorKind::Compile, "{err}");
+    assert!(
+        err.message.contains("invalid int literal"),
+        "{}",
+        err.message
+    );
+}
