@@ -76,6 +76,20 @@ pub struct PlanArgs {
         default_value = "1h"
     )]
     pub min_reservation_left: SignedDuration,
+
+    /// cluster-autoscaler's flag of the same name, for clusters where several
+    /// autoscalers answer ProvisioningRequests: when set, only check-capacity
+    /// requests whose parameter `processorInstance` is this value (or, a form
+    /// upstream deprecates, whose class is this value followed by
+    /// `check-capacity.autoscaling.x-k8s.io`) are served, and no
+    /// best-effort-atomic ones; when empty, requests naming an instance are
+    /// left to it.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_CHECK_CAPACITY_PROCESSOR_INSTANCE",
+        default_value = ""
+    )]
+    pub check_capacity_processor_instance: String,
 }
 
 /// `--feature-gates` as clap checks it: every entry `Name=true|false` with a
@@ -139,6 +153,7 @@ impl PlanArgs {
             expander: self.expander,
             now,
             min_reservation_left: self.min_reservation_left,
+            check_capacity_processor_instance: self.check_capacity_processor_instance.clone(),
         }
     }
 }

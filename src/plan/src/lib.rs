@@ -18,5 +18,5 @@ pub mod templates;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use planner::{Expander, PlanOptions, Planned, Prepared, plan, prepare};
+pub use planner::{Expander, PlanOptions, Planned, Prepared, plan, prepare, prepare_for};
 pub use report::PlanReport;

@@ -107,8 +107,9 @@ pub(crate) enum Stage {
     Consumed,
     /// `Failed` or `BookingExpired` already true: nothing to do.
     Finished(&'static str),
-    /// A class that is not ours.
-    NotHandled,
+    /// A request this autoscaler does not serve, and why (its class, or the
+    /// check-capacity processor instance it names).
+    NotHandled(String),
     /// The pods could not be made.
     Invalid(String),
 }
@@ -118,6 +119,8 @@ pub(crate) enum Stage {
 pub(crate) struct Request {
     pub(crate) name: ObjectRef,
     pub(crate) class: String,
+    /// Served as a check-capacity request (see [`served_class`]).
+    pub(crate) check_capacity: bool,
     pub(crate) created: Option<Timestamp>,
     pub(crate) stage: Stage,
     /// Pods asked for in all pod sets.
@@ -131,7 +134,7 @@ pub(crate) struct Request {
 
 impl Request {
     pub(crate) fn check_capacity(&self) -> bool {
-        self.class == CHECK_CAPACITY_CLASS
+        self.check_capacity
     }
 }
 
@@ -306,9 +309,72 @@ fn make_pods(
     Ok(pods)
 }
 
+/// Parameter naming the autoscaler instance a check-capacity request is for.
+pub const PROCESSOR_INSTANCE_PARAMETER: &str = "processorInstance";
+
+/// Whether an autoscaler run with `--check-capacity-processor-instance
+/// instance` serves a request of `class` whose `processorInstance` parameter
+/// is `requested`, and as which class; else why not. Upstream's
+/// `SupportedProvisioningClass` (`cluster-autoscaler/provisioningrequest/
+/// supported_classes.go`): with an instance set, best-effort-atomic requests
+/// are left to another autoscaler and a check-capacity request is served when
+/// its parameter names this instance, or, without the parameter, when its
+/// class is the instance name followed by the check-capacity class (a form
+/// upstream deprecates); without an instance, a request naming one is left
+/// alone.
+fn served_class(class: &str, requested: &str, instance: &str) -> Result<&'static str, String> {
+    if class == BEST_EFFORT_ATOMIC_CLASS {
+        // The parameter is for check-capacity requests only.
+        return if instance.is_empty() {
+            Ok(BEST_EFFORT_ATOMIC_CLASS)
+        } else {
+            Err(format!(
+                "provisioning class {BEST_EFFORT_ATOMIC_CLASS} is not served by check-capacity processor instance {instance:?}"
+            ))
+        };
+    }
+    let other_instance = |this: &str| {
+        format!(
+            "parameter {PROCESSOR_INSTANCE_PARAMETER}={requested:?} names another autoscaler instance ({this})"
+        )
+    };
+    if instance.is_empty() {
+        return if class != CHECK_CAPACITY_CLASS {
+            Err(format!(
+                "provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS} or {BEST_EFFORT_ATOMIC_CLASS}"
+            ))
+        } else if !requested.is_empty() {
+            Err(other_instance(
+                "--check-capacity-processor-instance is not set",
+            ))
+        } else {
+            Ok(CHECK_CAPACITY_CLASS)
+        };
+    }
+    if !requested.is_empty() {
+        return if class != CHECK_CAPACITY_CLASS {
+            Err(format!(
+                "provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS}"
+            ))
+        } else if requested != instance {
+            Err(other_instance(&format!("this one is {instance:?}")))
+        } else {
+            Ok(CHECK_CAPACITY_CLASS)
+        };
+    }
+    if class.strip_prefix(instance) == Some(CHECK_CAPACITY_CLASS) {
+        Ok(CHECK_CAPACITY_CLASS)
+    } else {
+        Err(format!(
+            "provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS} with parameter {PROCESSOR_INSTANCE_PARAMETER}={instance:?}"
+        ))
+    }
+}
+
 /// Every ProvisioningRequest among `extra`, with its pods. `pods` are the
-/// snapshot's pods (for the consume annotation).
-pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod]) -> Vec<Request> {
+/// snapshot's pods (for the consume annotation); `instance` is
+/// `--check-capacity-processor-instance` (see [`served_class`]).
+pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod], instance: &str) -> Vec<Request> {
     let mut requests = Vec::new();
     for obj in extra
         .iter()
@@ -321,6 +387,13 @@ pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod]) -> Vec<Request>
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let requested = obj
+            .value
+            .pointer(&format!("/spec/parameters/{PROCESSOR_INSTANCE_PARAMETER}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let served = served_class(&class, requested, instance);
+        let check_capacity = served == Ok(CHECK_CAPACITY_CLASS);
         let conditions: &[Value] = obj
             .value
             .pointer("/status/conditions")
@@ -331,7 +404,8 @@ pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod]) -> Vec<Request>
             created: timestamp(obj.value.pointer("/metadata/creationTimestamp")),
             stage: Stage::Plan,
             total: 0,
-            no_retry: class == CHECK_CAPACITY_CLASS
+            check_capacity,
+            no_retry: check_capacity
                 && obj
                     .value
                     .pointer("/spec/parameters/noRetry")
@@ -340,8 +414,8 @@ pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod]) -> Vec<Request>
             pods: Vec::new(),
             class: class.clone(),
         };
-        if class != CHECK_CAPACITY_CLASS && class != BEST_EFFORT_ATOMIC_CLASS {
-            request.stage = Stage::NotHandled;
+        if let Err(why) = served {
+            request.stage = Stage::NotHandled(why);
             requests.push(request);
             continue;
         }
@@ -420,13 +494,11 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
         reasons: Vec::new(),
     };
     match &request.stage {
-        Stage::NotHandled => out.reasons.push(format!(
-            "provisioning class {:?} is not served: expected {CHECK_CAPACITY_CLASS} or {BEST_EFFORT_ATOMIC_CLASS}",
-            request.class
-        )),
+        Stage::NotHandled(why) => out.reasons.push(why.clone()),
         Stage::Finished(done) => {
             out.outcome = RequestOutcome::Finished;
-            out.reasons.push(format!("condition {done} is already true"));
+            out.reasons
+                .push(format!("condition {done} is already true"));
         }
         Stage::Invalid(e) => {
             out.outcome = RequestOutcome::Invalid;
@@ -501,7 +573,12 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
                 [] => message.to_string(),
                 reasons => format!(
                     "{message} Why: {}",
-                    reasons.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+                    reasons
+                        .iter()
+                        .take(3)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 ),
             };
             if expired {
@@ -518,7 +595,9 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
                     condition::FAILED,
                     true,
                     reason::CAPACITY_IS_NOT_FOUND,
-                    why("Capacity is not found in the cluster; the request asks not to be retried (noRetry)."),
+                    why(
+                        "Capacity is not found in the cluster; the request asks not to be retried (noRetry).",
+                    ),
                 ));
             } else {
                 out.outcome = RequestOutcome::CapacityNotFound;

@@ -306,3 +306,74 @@ fn finished_unknown_and_broken_requests() {
     // Nothing of it is planned.
     assert!(report.pods.is_empty() && report.pod_groups.is_empty());
 }
+
+/// One request of `class` with parameter `processorInstance` set to `requested` (none when
+/// empty), 2 pods that fit, planned by an autoscaler with `--check-capacity-processor-instance
+/// instance`.
+fn for_instance(instance: &str, class: &str, requested: &str) -> ProvisioningRequestReport {
+    let parameters = if requested.is_empty() {
+        String::new()
+    } else {
+        format!("  parameters: {{processorInstance: {requested}}}\n")
+    };
+    let yaml = format!(
+        "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml}}\nspec:\n  provisioningClassName: {class}\n{parameters}  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: 2\n"
+    );
+    let mut loader = Loader::new();
+    for (group, kind) in dra_plan::templates::STAND_IN_KINDS {
+        loader.keep_kind(group, kind);
+    }
+    loader
+        .add_yaml("test.yaml", &format!("{NODE}---\n{yaml}"))
+        .expect("test YAML loads");
+    let options = PlanOptions {
+        check_capacity_processor_instance: instance.to_string(),
+        ..PlanOptions::default()
+    };
+    let report = plan(loader.finish().objects, FeatureGates::default(), &options);
+    report.provisioning_requests[0].clone()
+}
+
+#[test]
+fn the_check_capacity_processor_instance_picks_the_requests_served_as_upstream_does() {
+    // cluster-autoscaler's SupportedProvisioningClass (provisioningrequest/supported_classes.go).
+    fn served(instance: &str, class: &str, requested: &str) -> bool {
+        for_instance(instance, class, requested).outcome == RequestOutcome::Provisioned
+    }
+    // No instance set: requests that name none are served; the parameter means nothing to
+    // best-effort-atomic requests.
+    assert!(served("", CHECK, ""));
+    assert!(served("", ATOMIC, ""));
+    assert!(served("", ATOMIC, "a"));
+    assert!(!served("", CHECK, "a"));
+    // Instance `a`: check-capacity requests naming it, or (deprecated) whose class is `a`
+    // followed by the check-capacity class; never best-effort-atomic ones.
+    assert!(served("a", CHECK, "a"));
+    assert!(served("a", &format!("a{CHECK}"), ""));
+    assert!(!served("a", CHECK, "b"));
+    assert!(!served("a", CHECK, ""));
+    assert!(!served("a", &format!("a{CHECK}"), "a"));
+    assert!(!served("a", &format!("b{CHECK}"), ""));
+    assert!(!served("a", ATOMIC, ""));
+    assert!(!served("a", ATOMIC, "a"));
+
+    // The prefixed class is served as check-capacity: it books, never scales up.
+    let prefixed = for_instance("a", &format!("a{CHECK}"), "");
+    assert_eq!(prefixed.provisioning_class, format!("a{CHECK}"));
+    assert!(prefixed.condition.is_some());
+    // A request left to another instance gets no condition and says why.
+    let other = for_instance("a", CHECK, "b");
+    assert_eq!(other.outcome, RequestOutcome::NotHandled);
+    assert!(other.condition.is_none());
+    assert_eq!(
+        other.reasons,
+        [r#"parameter processorInstance="b" names another autoscaler instance (this one is "a")"#]
+    );
+    let atomic = for_instance("a", ATOMIC, "");
+    assert_eq!(
+        atomic.reasons,
+        [format!(
+            r#"provisioning class {ATOMIC} is not served by check-capacity processor instance "a""#
+        )]
+    );
+}

@@ -89,7 +89,7 @@ struct Planner<'a> {
 /// Plans scale-ups for every pending gang of `objects`.
 #[must_use]
 pub fn plan(objects: ClusterObjects, gates: FeatureGates, options: &PlanOptions) -> PlanReport {
-    prepare(objects, gates).run(options)
+    prepare_for(objects, gates, options).run(options)
 }
 
 /// A cluster read and indexed for planning: node groups validated, the
@@ -110,12 +110,24 @@ pub struct Prepared {
     stand_ins: stand_ins::StandIns,
 }
 
-/// Reads and indexes `objects` for [`Prepared::run`].
+/// Reads and indexes `objects` for [`Prepared::run`] with default options.
 #[must_use]
-pub fn prepare(mut objects: ClusterObjects, gates: FeatureGates) -> Prepared {
+pub fn prepare(objects: ClusterObjects, gates: FeatureGates) -> Prepared {
+    prepare_for(objects, gates, &PlanOptions::default())
+}
+
+/// Reads and indexes `objects` for [`Prepared::run`] with `options` (which
+/// ProvisioningRequests are served is decided here).
+#[must_use]
+pub fn prepare_for(
+    mut objects: ClusterObjects,
+    gates: FeatureGates,
+    options: &PlanOptions,
+) -> Prepared {
     let (groups, node_group_errors) = read_groups(&objects.extra, &objects.nodes);
     add_missing_template_slices(&mut objects, &groups);
-    let mut stand_ins = stand_ins::StandIns::add_pods(&mut objects);
+    let mut stand_ins =
+        stand_ins::StandIns::add_pods(&mut objects, &options.check_capacity_processor_instance);
     let extra = std::mem::take(&mut objects.extra);
     let daemon_pods = daemonsets::daemon_pods(&extra);
     let dra_label_keys = pack::dra_label_keys(&objects);

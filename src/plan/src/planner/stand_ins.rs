@@ -35,11 +35,12 @@ pub(super) struct StandIns {
 }
 
 impl StandIns {
-    /// Reads the requests and buffers among `objects.extra` and appends the
-    /// pods to plan (requests not provisioned yet, buffer chunks) to
-    /// `objects.pods`, so the snapshot holds them as pending pods.
-    pub(super) fn add_pods(objects: &mut ClusterObjects) -> Self {
-        let requests = provreq::read_requests(&objects.extra, &objects.pods);
+    /// Reads the requests (those served with `processor_instance`) and
+    /// buffers among `objects.extra` and appends the pods to plan (requests
+    /// not provisioned yet, buffer chunks) to `objects.pods`, so the snapshot
+    /// holds them as pending pods.
+    pub(super) fn add_pods(objects: &mut ClusterObjects, processor_instance: &str) -> Self {
+        let requests = provreq::read_requests(&objects.extra, &objects.pods, processor_instance);
         let buffers = buffers::read_buffers(&objects.extra);
         let mut out = StandIns {
             requests,

@@ -17,6 +17,10 @@ pub struct PlanOptions {
     pub now: Option<Timestamp>,
     /// A reservation ending sooner than this from `now` is not used.
     pub min_reservation_left: SignedDuration,
+    /// cluster-autoscaler's `--check-capacity-processor-instance`: which
+    /// ProvisioningRequests this autoscaler serves (see
+    /// [`crate::provreq`]); empty serves those that name no instance.
+    pub check_capacity_processor_instance: String,
 }
 
 impl Default for PlanOptions {
@@ -25,6 +29,7 @@ impl Default for PlanOptions {
             expander: Expander::default(),
             now: None,
             min_reservation_left: SignedDuration::from_hours(1),
+            check_capacity_processor_instance: String::new(),
         }
     }
 }
