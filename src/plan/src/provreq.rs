@@ -29,7 +29,8 @@
 //!   (`Failed`, `Expired`); one with parameter `noRetry: "true"` fails
 //!   at once when the capacity is not there (`Failed`, `CapacityIsNotFound`).
 //! - pods that cannot be made from the templates fail the request
-//!   (`Failed`, `FailedToCreatePods`); other classes are not ours.
+//!   (`Failed`, `FailedToCreatePods`); other classes, and requests for
+//!   another check-capacity processor instance, are not ours.
 
 use dra_sim::ObjectRef;
 use dra_sim::objects::ExtraObject;
@@ -184,7 +185,8 @@ pub enum RequestOutcome {
     Finished,
     /// Its pods could not be made (missing or invalid PodTemplate).
     Invalid,
-    /// A provisioning class this autoscaler does not serve.
+    /// A provisioning class this autoscaler does not serve, or a request for
+    /// another check-capacity processor instance.
     NotHandled,
 }
 

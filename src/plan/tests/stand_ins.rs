@@ -307,38 +307,66 @@ fn finished_unknown_and_broken_requests() {
     assert!(report.pods.is_empty() && report.pod_groups.is_empty());
 }
 
+const CPU_GROUP: &str = "
+apiVersion: dra-autoscaler.io/v1alpha1
+kind: NodeGroup
+metadata: {name: cpu-8}
+spec:
+  provider: fake
+  providerID: asg-cpu-8
+  minSize: 0
+  maxSize: 10
+  capacityType: on-demand
+  pricePerHour: 1
+  template:
+    capacity: {cpu: '8', memory: 32Gi, pods: '110'}
+";
+
 /// One request of `class` with parameter `processorInstance` set to `requested` (none when
 /// empty), 2 pods that fit, planned by an autoscaler with `--check-capacity-processor-instance
 /// instance`.
 fn for_instance(instance: &str, class: &str, requested: &str) -> ProvisioningRequestReport {
+    for_instance_with(instance, class, requested, 2).provisioning_requests[0].clone()
+}
+
+/// [`for_instance`] for `count` pods, beside a node group that could add nodes.
+fn for_instance_with(instance: &str, class: &str, requested: &str, count: u32) -> PlanReport {
     let parameters = if requested.is_empty() {
         String::new()
     } else {
         format!("  parameters: {{processorInstance: {requested}}}\n")
     };
     let yaml = format!(
-        "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml}}\nspec:\n  provisioningClassName: {class}\n{parameters}  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: 2\n"
+        "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml}}\nspec:\n  provisioningClassName: {class}\n{parameters}  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: {count}\n"
     );
     let mut loader = Loader::new();
+    loader.keep_kind("dra-autoscaler.io", "NodeGroup");
     for (group, kind) in dra_plan::templates::STAND_IN_KINDS {
         loader.keep_kind(group, kind);
     }
     loader
-        .add_yaml("test.yaml", &format!("{NODE}---\n{yaml}"))
+        .add_yaml("test.yaml", &format!("{NODE}---\n{CPU_GROUP}---\n{yaml}"))
         .expect("test YAML loads");
     let options = PlanOptions {
         check_capacity_processor_instance: instance.to_string(),
         ..PlanOptions::default()
     };
-    let report = plan(loader.finish().objects, FeatureGates::default(), &options);
-    report.provisioning_requests[0].clone()
+    plan(loader.finish().objects, FeatureGates::default(), &options)
 }
 
 #[test]
 fn the_check_capacity_processor_instance_picks_the_requests_served_as_upstream_does() {
     // cluster-autoscaler's SupportedProvisioningClass (provisioningrequest/supported_classes.go).
     fn served(instance: &str, class: &str, requested: &str) -> bool {
-        for_instance(instance, class, requested).outcome == RequestOutcome::Provisioned
+        let outcome = for_instance(instance, class, requested).outcome;
+        assert!(
+            matches!(
+                outcome,
+                RequestOutcome::Provisioned | RequestOutcome::NotHandled
+            ),
+            "{instance} {class} {requested}: {outcome:?}"
+        );
+        outcome == RequestOutcome::Provisioned
     }
     // No instance set: requests that name none are served; the parameter means nothing to
     // best-effort-atomic requests.
@@ -357,10 +385,19 @@ fn the_check_capacity_processor_instance_picks_the_requests_served_as_upstream_d
     assert!(!served("a", ATOMIC, ""));
     assert!(!served("a", ATOMIC, "a"));
 
-    // The prefixed class is served as check-capacity: it books, never scales up.
-    let prefixed = for_instance("a", &format!("a{CHECK}"), "");
-    assert_eq!(prefixed.provisioning_class, format!("a{CHECK}"));
-    assert!(prefixed.condition.is_some());
+    // The prefixed class is served as check-capacity: 9 pods on 8 CPUs are not found
+    // although the group could add nodes, where a best-effort-atomic request scales up.
+    let prefixed = for_instance_with("a", &format!("a{CHECK}"), "", 9);
+    let r = &prefixed.provisioning_requests[0];
+    assert_eq!(r.provisioning_class, format!("a{CHECK}"));
+    assert_eq!(r.outcome, RequestOutcome::CapacityNotFound);
+    assert!(prefixed.scale_ups.is_empty(), "{:?}", prefixed.scale_ups);
+    let atomic = for_instance_with("", ATOMIC, "", 9);
+    assert_eq!(
+        atomic.provisioning_requests[0].outcome,
+        RequestOutcome::Provisioned
+    );
+    assert!(!atomic.scale_ups.is_empty());
     // A request left to another instance gets no condition and says why.
     let other = for_instance("a", CHECK, "b");
     assert_eq!(other.outcome, RequestOutcome::NotHandled);

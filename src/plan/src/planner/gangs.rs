@@ -216,10 +216,9 @@ impl Planner<'_> {
         if gang.existing_only {
             if !unplaced.is_empty() {
                 attempt.reasons.push(format!(
-                    "existing capacity holds {} of the {} pods, and class {} never adds nodes",
+                    "existing capacity holds {} of the {} pods, and a check-capacity request never adds nodes",
                     attempt.placements.len(),
-                    gang.pending.len(),
-                    crate::provreq::CHECK_CAPACITY_CLASS
+                    gang.pending.len()
                 ));
             }
         } else {

@@ -169,7 +169,9 @@ pub fn prepare_for(
 }
 
 impl Prepared {
-    /// Plans scale-ups for every pending gang.
+    /// Plans scale-ups for every pending gang. Which ProvisioningRequests
+    /// are served was decided by [`prepare_for`]'s options (see
+    /// [`PlanOptions::check_capacity_processor_instance`]), not `options`.
     #[must_use]
     pub fn run(self, options: &PlanOptions) -> PlanReport {
         self.run_keeping_state(options).0

@@ -213,7 +213,7 @@ impl Planner<'_> {
             report.pods.push(self.unschedulable(
                 pod_index,
                 vec![format!(
-                    "it consumes ProvisioningRequest {namespace}/{request}, which books its room: it never triggers a scale-up"
+                    "it consumes ProvisioningRequest {namespace}/{request}, and pods consuming a request never trigger a scale-up"
                 )],
             ));
         }
