@@ -250,3 +250,29 @@ fn negative_hexadecimal_ints_read_as_cel_go_reads_them() {
         err.message
     );
 }
+
+#[test]
+fn a_small_malformed_expression_reaches_cel_rust_only_up_to_where_it_breaks() {
+    // Found by the `cel` fuzz target: 254 bytes, 11 brackets deep (inside the bounds above),
+    // whose text after the first error made cel-rust's error recovery pass 4 GiB. cel-rust now
+    // words the error from the text up to one token past the break.
+    let input = include_bytes!("fuzz-cel-oom-254.txt");
+    let expression = String::from_utf8_lossy(input);
+    let err = evaluate(&expression).unwrap_err();
+    assert_eq!(err.kind, CelErrorKind::Compile, "{err}");
+    assert!(
+        err.message
+            .starts_with("compilation failed: ERROR: <input>:1:11: Syntax error:"),
+        "{}",
+        err.message
+    );
+    // The wording is still cel-rust's (ANTLR's), and an error the text really ends with stays.
+    let err = evaluate("device.driver == 'a' &&").unwrap_err();
+    assert!(err.message.contains("<EOF>"), "{}", err.message);
+    let err = evaluate("1 + % 2 == 3").unwrap_err();
+    assert!(
+        err.message.contains("ERROR: <input>:1:5:") && !err.message.contains("unexpected input"),
+        "{}",
+        err.message
+    );
+}

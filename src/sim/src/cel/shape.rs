@@ -132,6 +132,19 @@ pub(crate) fn check(src: &str) -> Result<Shape, ShapeError> {
     Ok(shape)
 }
 
+/// `src` up to the end of the token after the one at `offset` (where the
+/// grammar broke), or all of it when there is none.
+pub(crate) fn malformed_prefix(src: &str, offset: usize) -> &str {
+    let Ok(tokens) = tokenize(src) else {
+        return src;
+    };
+    tokens
+        .iter()
+        .position(|t| t.start >= offset)
+        .and_then(|i| tokens.get(i + 1))
+        .map_or(src, |next| &src[..next.end])
+}
+
 /// How deep the brackets of `tokens` nest at most (closers without an opener
 /// are ignored).
 fn bracket_depth(tokens: &[Token]) -> usize {
