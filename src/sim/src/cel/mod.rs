@@ -83,7 +83,9 @@
 //!   bytes, or whose brackets nest more than 12 deep, gets our own one-line
 //!   message (its position, "unexpected input") instead of cel-rust's list,
 //!   which could repeat the whole expression once per error and whose error
-//!   recovery grows faster than the text; at most five parse errors are listed.
+//!   recovery grows faster than the text; at most five parse errors are
+//!   listed, and cel-rust parses a smaller one only up to one token past
+//!   where it breaks.
 //! - **C12 `device.allowMultipleAllocations` and the gate** (matches
 //!   upstream). Upstream's scheduler compiles in StoredExpressions, which
 //!   ignores gates, so the field always compiles there; only the apiserver's
