@@ -39,6 +39,15 @@ spec:
 ";
 
 fn run(yaml: &str, now: Option<&str>) -> PlanReport {
+    let options = PlanOptions {
+        now: now.map(|n| n.parse().expect("timestamp")),
+        ..PlanOptions::default()
+    };
+    run_with(yaml, &options)
+}
+
+/// `yaml` after [`NODE`], planned with `options`.
+fn run_with(yaml: &str, options: &PlanOptions) -> PlanReport {
     let mut loader = Loader::new();
     loader.keep_kind("dra-autoscaler.io", "NodeGroup");
     for (group, kind) in dra_plan::templates::STAND_IN_KINDS {
@@ -47,11 +56,7 @@ fn run(yaml: &str, now: Option<&str>) -> PlanReport {
     loader
         .add_yaml("test.yaml", &format!("{NODE}---\n{yaml}"))
         .expect("test YAML loads");
-    let options = PlanOptions {
-        now: now.map(|n| n.parse().expect("timestamp")),
-        ..PlanOptions::default()
-    };
-    plan(loader.finish().objects, FeatureGates::default(), &options)
+    plan(loader.finish().objects, FeatureGates::default(), options)
 }
 
 fn buffer(spec: &str) -> CapacityBufferReport {
@@ -339,19 +344,11 @@ fn for_instance_with(instance: &str, class: &str, requested: &str, count: u32) -
     let yaml = format!(
         "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml}}\nspec:\n  provisioningClassName: {class}\n{parameters}  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: {count}\n"
     );
-    let mut loader = Loader::new();
-    loader.keep_kind("dra-autoscaler.io", "NodeGroup");
-    for (group, kind) in dra_plan::templates::STAND_IN_KINDS {
-        loader.keep_kind(group, kind);
-    }
-    loader
-        .add_yaml("test.yaml", &format!("{NODE}---\n{CPU_GROUP}---\n{yaml}"))
-        .expect("test YAML loads");
     let options = PlanOptions {
         check_capacity_processor_instance: instance.to_string(),
         ..PlanOptions::default()
     };
-    plan(loader.finish().objects, FeatureGates::default(), &options)
+    run_with(&format!("{CPU_GROUP}---\n{yaml}"), &options)
 }
 
 #[test]
