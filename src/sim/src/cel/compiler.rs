@@ -89,16 +89,7 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
         }
     };
     let source = shape.normalized(expression);
-    // cel-rust's own guard counts only nested `expr` rules (at 96); `shape`
-    // already holds every rule to cel-go's 250, so it is set out of reach.
-    let source = source.as_ref();
-    let parsed = catch_unwind(|| {
-        Parser::new()
-            .enable_optional_syntax(true)
-            .max_recursion_depth(1000)
-            .parse(source)
-    });
-    match parsed {
+    match cel_rust_parse(source.as_ref()) {
         Ok(Ok(mut ast)) => {
             shape.restore_literals(&mut ast);
             Ok(ast)
@@ -114,6 +105,20 @@ pub(crate) fn parse(expression: &str) -> Result<IdedExpr, CelError> {
     }
 }
 
+/// cel-rust's parser on `source`; `Err` when it panicked. Its own guard
+/// counts only nested `expr` rules (at 96); `shape` already holds every rule
+/// to cel-go's 250, so it is set out of reach.
+fn cel_rust_parse(
+    source: &str,
+) -> std::thread::Result<Result<IdedExpr, kube_cel::cel::parser::ParseErrors>> {
+    catch_unwind(|| {
+        Parser::new()
+            .enable_optional_syntax(true)
+            .max_recursion_depth(1000)
+            .parse(source)
+    })
+}
+
 /// cel-rust's words for the syntax error [`shape`] found at `offset`, from
 /// the text up to one token past it (ANTLR's recovery looks one token
 /// ahead). The rest of a malformed text would only feed cel-rust's error
@@ -126,13 +131,7 @@ fn parser_syntax_error(expression: &str, offset: usize) -> CelError {
     let source = shape::Shape::for_malformed(cut)
         .normalized(cut)
         .into_owned();
-    let parsed = catch_unwind(|| {
-        Parser::new()
-            .enable_optional_syntax(true)
-            .max_recursion_depth(1000)
-            .parse(&source)
-    });
-    let errors = match parsed {
+    let errors = match cel_rust_parse(&source) {
         Ok(Err(errors)) if cut.len() < expression.len() => errors
             .errors
             .into_iter()
