@@ -100,3 +100,45 @@ fn no_gang_api_no_line() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn the_provisioning_request_backoff_flags_default_as_upstream_and_reach_the_planner() {
+    use k8s_openapi::jiff::SignedDuration;
+    let clock: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+    // cluster-autoscaler's defaults: 1m, 10m, 1000.
+    let defaults = args(&["x.yaml"])
+        .plan_options(clock)
+        .unwrap()
+        .provisioning_request_backoff;
+    assert_eq!(
+        (defaults.initial(), defaults.max()),
+        (SignedDuration::from_mins(1), SignedDuration::from_mins(10))
+    );
+    let set = args(&[
+        "--provisioning-request-initial-backoff-time",
+        "30s",
+        "--provisioning-request-max-backoff-time",
+        "5m",
+        "--provisioning-request-max-backoff-cache-size",
+        "10",
+        "x.yaml",
+    ])
+    .plan_options(clock)
+    .unwrap()
+    .provisioning_request_backoff;
+    assert_eq!(
+        (set.initial(), set.max()),
+        (SignedDuration::from_secs(30), SignedDuration::from_mins(5))
+    );
+    let refused = Cli::try_parse_from([
+        "dra-autoscaler",
+        "simulate",
+        "--provisioning-request-max-backoff-time",
+        "-1m",
+        "x.yaml",
+    ])
+    .map(drop)
+    .unwrap_err()
+    .to_string();
+    assert!(refused.contains("must not be negative"), "{refused}");
+}

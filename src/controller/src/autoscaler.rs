@@ -82,6 +82,8 @@ pub struct Autoscaler {
     leading: Option<watch::Receiver<bool>>,
     scale_down: Option<ScaleDowns>,
     stand_ins: crate::provreq::write::StandInWriter,
+    /// ProvisioningRequest retry backoffs, carried from plan to plan.
+    provreq_backoff: std::sync::Mutex<dra_plan::provreq::RetryBackoff>,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -153,6 +155,9 @@ impl Autoscaler {
         );
         Self {
             stand_ins: crate::provreq::write::StandInWriter::new(client.clone()),
+            provreq_backoff: std::sync::Mutex::new(
+                config.plan.provisioning_request_backoff.clone(),
+            ),
             status: StatusWriter::new(client),
             node_group_api,
             validity: validity::Reported::default(),
@@ -357,6 +362,12 @@ impl Autoscaler {
         summary
     }
 
+    fn backoff(&self) -> std::sync::MutexGuard<'_, dra_plan::provreq::RetryBackoff> {
+        self.provreq_backoff
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn finish(&self, started: Instant, now: Timestamp) {
         self.metrics
             .loop_duration
@@ -368,6 +379,7 @@ impl Autoscaler {
         let gates = self.config.gates;
         let mut options = self.config.plan.clone();
         options.now = Some(now);
+        options.provisioning_request_backoff = self.backoff().clone();
         let plan_started = Instant::now();
         // The planner is CPU-bound and synchronous: keep it off the runtime's workers.
         let result = tokio::task::spawn_blocking(move || plan(objects, gates, &options)).await;
@@ -376,6 +388,9 @@ impl Autoscaler {
             .observe(plan_started.elapsed().as_secs_f64());
         match result {
             Ok(report) => {
+                // As upstream's injector, a request is backed off when it
+                // is tried, whatever its scale-up then does.
+                self.backoff().record(&report.provisioning_requests);
                 // The loop checked every group before (`validity`) and
                 // reported the invalid ones once; the planner's copy is noise.
                 for error in &report.node_group_errors {

@@ -448,3 +448,112 @@ async fn a_capacity_buffer_gets_upstream_status_and_its_chunks_get_nodes() {
     let _ = stop.send(());
     grpc.await.expect("server task").expect("server stops");
 }
+
+/// The `lastTransitionTime` of the request's `Provisioned` condition, as the
+/// API server has it.
+async fn provisioned_since(client: &Client, name: &str) -> Option<String> {
+    let object = Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        "default",
+        &resource("ProvisioningRequest"),
+    )
+    .get(name)
+    .await
+    .expect("request read");
+    object
+        .data
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Provisioned")?
+        .get("lastTransitionTime")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Waits until the controller's store shows `name`'s `Provisioned` condition
+/// stamped at `since`.
+async fn seen_since(controller: &Controller, name: &str, since: Timestamp) {
+    controller
+        .wait_for(&format!("{name} Provisioned since {since}"), |inputs| {
+            inputs.stand_in_objects.iter().any(|o| {
+                o.object.metadata.name.as_deref() == Some(name)
+                    && o.object
+                        .data
+                        .pointer("/status/conditions")
+                        .and_then(Value::as_array)
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| {
+                                c["type"] == "Provisioned"
+                                    && c["lastTransitionTime"]
+                                        .as_str()
+                                        .and_then(|t| t.parse::<Timestamp>().ok())
+                                        == Some(since)
+                            })
+                        })
+            })
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_not_found_is_retried_after_a_backoff_that_doubles() {
+    // cluster-autoscaler's ProvisioningRequestPodsInjector: Provisioned=False is tried again
+    // once its lastTransitionTime plus the backoff (1m, doubled by each try, up to 10m) has
+    // passed; each try stamps the condition anew; nothing is written in between.
+    let server = cluster().await;
+    let client = server.client();
+    apply_upstream_crds(&client).await;
+    create_node_group_with_id(&client, "gpu", "gpu", 8).await;
+    let request = kueue_request(&client, "huge", ATOMIC, json!({}), 2, "16").await;
+    let (controller, stop, grpc) = controller_with_provider(&client).await;
+    let name = format!("default/{request}");
+    // Whole seconds: the API server keeps condition times to the second.
+    let t0 = Timestamp::from_second(Timestamp::now().as_second()).expect("time");
+    let at = |secs: i64| t0 + SignedDuration::from_secs(secs);
+
+    let first = controller.run_once_at(t0).await;
+    assert_eq!(
+        first.stand_ins.requests,
+        std::slice::from_ref(&name),
+        "{first:?}"
+    );
+    seen_since(&controller, &request, t0).await;
+
+    // Within the first minute (and at its very end): left alone, said why.
+    for secs in [30, 60] {
+        let waiting = controller.run_once_at(at(secs)).await;
+        assert!(waiting.stand_ins.requests.is_empty(), "{waiting:?}");
+        let report = waiting.report.expect("planned");
+        let r = &report.provisioning_requests[0];
+        assert_eq!(r.outcome, dra_plan::provreq::RequestOutcome::RetryLater);
+        assert_eq!(r.retry_at, Some(at(60)));
+    }
+    assert_eq!(
+        provisioned_since(&client, &request).await,
+        Some(t0.to_string())
+    );
+
+    // Past it: tried, the same condition stamped anew, no second Event.
+    let retried = controller.run_once_at(at(61)).await;
+    assert_eq!(
+        retried.stand_ins.requests,
+        std::slice::from_ref(&name),
+        "{retried:?}"
+    );
+    assert_eq!(
+        provisioned_since(&client, &request).await,
+        Some(at(61).to_string())
+    );
+    assert_eq!(common::events(&client, "CapacityIsNotFound").await.len(), 1);
+    seen_since(&controller, &request, at(61)).await;
+
+    // The next wait is two minutes from that try.
+    let early = controller.run_once_at(at(61 + 120)).await;
+    assert!(early.stand_ins.requests.is_empty(), "{early:?}");
+    let again = controller.run_once_at(at(61 + 121)).await;
+    assert_eq!(again.stand_ins.requests, [name], "{again:?}");
+
+    let _ = stop.send(());
+    grpc.await.expect("server task").expect("server stops");
+}

@@ -8,6 +8,7 @@ use dra_sim::{FeatureGates, KubeVersion};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::gang_apis::{GangApisFound, ResolvedGates};
+use crate::provreq::RetryBackoff;
 use crate::{Expander, PlanOptions};
 
 /// Flags `simulate` and `run` both take: the scheduler modelled (version,
@@ -90,6 +91,41 @@ pub struct PlanArgs {
         default_value = ""
     )]
     pub check_capacity_processor_instance: String,
+
+    /// cluster-autoscaler's flag of the same name: a ProvisioningRequest left
+    /// `Provisioned=False` is tried again only this long after the condition
+    /// last changed; each try doubles the wait, up to
+    /// `--provisioning-request-max-backoff-time`.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_PROVISIONING_REQUEST_INITIAL_BACKOFF_TIME",
+        default_value = "1m",
+        value_parser = not_negative,
+        allow_hyphen_values = true
+    )]
+    pub provisioning_request_initial_backoff_time: SignedDuration,
+
+    /// cluster-autoscaler's flag of the same name: the longest wait between
+    /// two tries of a ProvisioningRequest left `Provisioned=False`.
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_PROVISIONING_REQUEST_MAX_BACKOFF_TIME",
+        default_value = "10m",
+        value_parser = not_negative,
+        allow_hyphen_values = true
+    )]
+    pub provisioning_request_max_backoff_time: SignedDuration,
+
+    /// cluster-autoscaler's flag of the same name: for how many
+    /// ProvisioningRequests the doubled waits are remembered (the least
+    /// recently used is forgotten first and starts again at the initial
+    /// wait).
+    #[arg(
+        long,
+        env = "DRA_AUTOSCALER_PROVISIONING_REQUEST_MAX_BACKOFF_CACHE_SIZE",
+        default_value_t = crate::provreq::backoff::DEFAULT_CACHE_SIZE
+    )]
+    pub provisioning_request_max_backoff_cache_size: usize,
 }
 
 /// `--feature-gates` as clap checks it: every entry `Name=true|false` with a
@@ -154,6 +190,18 @@ impl PlanArgs {
             now,
             min_reservation_left: self.min_reservation_left,
             check_capacity_processor_instance: self.check_capacity_processor_instance.clone(),
+            provisioning_request_backoff: self.provisioning_request_backoff(),
         }
+    }
+
+    /// An empty memory of ProvisioningRequest retry backoffs with these
+    /// flags' initial and maximum waits and size.
+    #[must_use]
+    pub fn provisioning_request_backoff(&self) -> RetryBackoff {
+        RetryBackoff::new(
+            self.provisioning_request_initial_backoff_time,
+            self.provisioning_request_max_backoff_time,
+            self.provisioning_request_max_backoff_cache_size,
+        )
     }
 }

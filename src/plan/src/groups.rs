@@ -275,9 +275,12 @@ impl Budget {
     }
 }
 
-fn friendly(d: SignedDuration) -> String {
+/// `d` as a flag would spell it: `1h`, `10m`, `90s`, `500ms`.
+pub(crate) fn friendly(d: SignedDuration) -> String {
     let secs = d.as_secs();
-    if secs % 3600 == 0 {
+    if d.subsec_nanos() != 0 {
+        format!("{}ms", d.as_millis())
+    } else if secs % 3600 == 0 {
         format!("{}h", secs / 3600)
     } else if secs % 60 == 0 {
         format!("{}m", secs / 60)

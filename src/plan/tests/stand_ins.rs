@@ -3,7 +3,7 @@
 //! itself is pinned by the scenario cases 130–149.)
 
 use dra_plan::buffers::{BufferOutcome, CapacityBufferReport};
-use dra_plan::provreq::{ProvisioningRequestReport, RequestOutcome};
+use dra_plan::provreq::{ProvisioningRequestReport, RequestOutcome, RetryBackoff};
 use dra_plan::{PlanOptions, PlanReport, plan};
 use dra_sim::{FeatureGates, Loader};
 
@@ -409,5 +409,173 @@ fn the_check_capacity_processor_instance_picks_the_requests_served_as_upstream_d
         [format!(
             r#"provisioning class {ATOMIC} is not served by check-capacity processor instance "a""#
         )]
+    );
+}
+
+/// A best-effort-atomic request for 9 pods (no room: 8 CPUs, no group) whose
+/// `Provisioned=False` last changed at `since` (none when empty), planned at
+/// `now` with `backoff`.
+fn not_found_since(since: &str, now: &str, backoff: &RetryBackoff) -> ProvisioningRequestReport {
+    let status = if since.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "status:\n  conditions:\n  - {{type: Accepted, status: 'True', reason: Accepted, message: m, lastTransitionTime: '2026-12-01T09:00:00Z'}}\n  - {{type: Provisioned, status: 'False', reason: CapacityIsNotFound, message: m, lastTransitionTime: '{since}'}}\n"
+        )
+    };
+    let yaml = format!(
+        "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml, uid: 6a1f0e2c-0000-4000-8000-000000000001, creationTimestamp: '2026-12-01T09:00:00Z'}}\nspec:\n  provisioningClassName: {ATOMIC}\n  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: 9\n{status}"
+    );
+    let options = PlanOptions {
+        now: Some(now.parse().expect("timestamp")),
+        provisioning_request_backoff: backoff.clone(),
+        ..PlanOptions::default()
+    };
+    let report = run_with(&yaml, &options);
+    assert_eq!(report.provisioning_requests.len(), 1, "{report:?}");
+    report.provisioning_requests[0].clone()
+}
+
+#[test]
+fn a_request_not_found_waits_out_its_backoff_before_it_is_tried_again() {
+    // cluster-autoscaler's IsAvailableForProvisioning (processors/provreq/injector.go):
+    // Provisioned=False is retried once lastTransitionTime + backoff is strictly before now.
+    let fresh = RetryBackoff::default();
+    let first = not_found_since("", "2026-12-01T10:00:00Z", &fresh);
+    assert_eq!(first.outcome, RequestOutcome::CapacityNotFound);
+    assert!(!first.retried, "a first try is not a retry");
+
+    let waiting = not_found_since("2026-12-01T10:00:00Z", "2026-12-01T10:01:00Z", &fresh);
+    assert_eq!(waiting.outcome, RequestOutcome::RetryLater);
+    assert!(
+        waiting.condition.is_none(),
+        "nothing is written while it waits"
+    );
+    assert!(waiting.pods.is_empty(), "its pods are not planned");
+    assert_eq!(waiting.pod_count, 9);
+    assert_eq!(
+        waiting.retry_at,
+        Some("2026-12-01T10:01:00Z".parse().expect("timestamp"))
+    );
+    assert_eq!(
+        waiting.reasons,
+        [
+            "Provisioned=False since 2026-12-01T10:00:00Z: tried again after 2026-12-01T10:01:00Z (retry backoff 1m, doubled by each try up to the maximum)"
+        ]
+    );
+
+    let retried = not_found_since("2026-12-01T10:00:00Z", "2026-12-01T10:01:01Z", &fresh);
+    assert_eq!(retried.outcome, RequestOutcome::CapacityNotFound);
+    assert!(retried.retried);
+    assert_eq!(retried.uid, "6a1f0e2c-0000-4000-8000-000000000001");
+    assert_eq!(
+        retried.condition.map(|c| (c.type_, c.status, c.reason)),
+        Some((
+            "Provisioned".to_string(),
+            "False".to_string(),
+            "CapacityIsNotFound".to_string()
+        ))
+    );
+}
+
+#[test]
+fn each_retry_doubles_the_backoff_up_to_the_maximum() {
+    // Upstream stamps Provisioned=False anew at every try and doubles the backoff kept
+    // for the request's UID: waits of 1m, 2m, 4m, 8m, then 10m (the default maximum).
+    let mut backoff = RetryBackoff::default();
+    let mut since: k8s_openapi::jiff::Timestamp = "2026-12-01T10:00:00Z".parse().expect("t");
+    let mut waits = Vec::new();
+    for _ in 0..6 {
+        // Find the first whole second at which it is tried again.
+        let mut now = since;
+        let report = loop {
+            now += k8s_openapi::jiff::SignedDuration::from_secs(1);
+            let r = not_found_since(&since.to_string(), &now.to_string(), &backoff);
+            if r.outcome != RequestOutcome::RetryLater {
+                break r;
+            }
+        };
+        assert!(report.retried, "{report:?}");
+        waits.push((now - since).get_seconds() - 1);
+        backoff.record(std::slice::from_ref(&report));
+        since = now;
+    }
+    assert_eq!(waits, [60, 120, 240, 480, 600, 600]);
+
+    // Seen provisioned (or failed), the request's backoff is forgotten.
+    let mut provisioned = not_found_since("", "2026-12-01T11:00:00Z", &backoff);
+    provisioned.outcome = RequestOutcome::Booked;
+    backoff.record(&[provisioned]);
+    assert!(backoff.is_empty());
+}
+
+#[test]
+fn the_backoff_flags_set_the_first_and_longest_wait() {
+    let backoff = RetryBackoff::new(
+        k8s_openapi::jiff::SignedDuration::from_secs(30),
+        k8s_openapi::jiff::SignedDuration::from_secs(45),
+        1000,
+    );
+    let r = not_found_since("2026-12-01T10:00:00Z", "2026-12-01T10:00:30Z", &backoff);
+    assert_eq!(r.outcome, RequestOutcome::RetryLater);
+    let mut r = not_found_since("2026-12-01T10:00:00Z", "2026-12-01T10:00:31Z", &backoff);
+    assert!(r.retried);
+    let mut backoff = backoff;
+    backoff.record(std::slice::from_ref(&r));
+    assert_eq!(
+        backoff.wait(&r.backoff_key()),
+        k8s_openapi::jiff::SignedDuration::from_secs(45),
+        "doubled, capped at the maximum"
+    );
+    // A cache of size 0 remembers nothing: every retry waits the initial time.
+    let mut none = RetryBackoff::new(
+        k8s_openapi::jiff::SignedDuration::from_secs(30),
+        k8s_openapi::jiff::SignedDuration::from_secs(45),
+        0,
+    );
+    r.retried = true;
+    none.record(&[r]);
+    assert!(none.is_empty());
+}
+
+#[test]
+fn a_waiting_request_still_expires_and_an_unknown_provisioned_is_never_tried() {
+    // Upstream's refresh fails a request unprovisioned 7 days after creation, tried or not.
+    let r = not_found_since(
+        "2026-12-08T08:59:30Z",
+        "2026-12-08T09:00:01Z",
+        &RetryBackoff::default(),
+    );
+    assert_eq!(r.outcome, RequestOutcome::Expired);
+    assert_eq!(
+        r.condition.map(|c| (c.type_, c.reason)),
+        Some(("Failed".to_string(), "Expired".to_string()))
+    );
+    // IsAvailableForProvisioning: Provisioned neither True nor False is never injected.
+    let yaml = format!(
+        "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml}}\nspec:\n  provisioningClassName: {ATOMIC}\n  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: 1\nstatus:\n  conditions:\n  - {{type: Provisioned, status: Unknown, reason: Pending, message: m, lastTransitionTime: '2026-12-01T10:00:00Z'}}\n"
+    );
+    let report = run(&yaml, Some("2026-12-02T00:00:00Z"));
+    let r = &report.provisioning_requests[0];
+    assert_eq!(r.outcome, RequestOutcome::NotHandled);
+    assert!(r.condition.is_none());
+    assert_eq!(
+        r.reasons,
+        [
+            r#"condition Provisioned has status "Unknown": only a request without it or with Provisioned=False is tried"#
+        ]
+    );
+    assert!(report.pods.is_empty(), "{:?}", report.pods);
+    // Without a clock nothing says wait: the request is tried.
+    let yaml = yaml
+        .replace(
+            "status: Unknown, reason: Pending",
+            "status: 'False', reason: CapacityIsNotFound",
+        )
+        .replace("count: 1", "count: 9");
+    let r = &run(&yaml, None).provisioning_requests[0];
+    assert!(
+        r.retried && r.outcome == RequestOutcome::CapacityNotFound,
+        "{r:?}"
     );
 }

@@ -5,7 +5,10 @@
 //! of the same type (or is appended), stamped with the request's generation
 //! and the current time. Other conditions are kept as they are. When nothing
 //! would change, nothing is written, so a `Provisioned=True` keeps the time
-//! it turned true, from which its booking's expiry counts.
+//! it turned true, from which its booking's expiry counts; but a retry after
+//! `Provisioned=False` stamps that condition anew, as upstream does on every
+//! try, since the next retry backoff counts from it. A request waiting out
+//! its backoff gets nothing.
 
 use dra_plan::gang::GangRef;
 use dra_plan::provreq::{Condition as PlannedCondition, ProvisioningRequestReport, RequestOutcome};
@@ -26,11 +29,15 @@ fn same(current: &Condition, planned: &PlannedCondition) -> bool {
         && current.message == planned.message
 }
 
+/// Sets `planned` in `conditions`; `restamp` rewrites it with `now` even when
+/// it is the same (a retry, which upstream stamps anew, and from which the
+/// next backoff counts). Returns whether anything changed.
 fn add_or_update(
     conditions: &mut Vec<Condition>,
     planned: &PlannedCondition,
     generation: Option<i64>,
     now: Timestamp,
+    restamp: bool,
 ) -> bool {
     let new = Condition {
         type_: planned.type_.clone(),
@@ -41,7 +48,7 @@ fn add_or_update(
         last_transition_time: Time(now),
     };
     match conditions.iter_mut().find(|c| c.type_ == planned.type_) {
-        Some(existing) if same(existing, planned) => false,
+        Some(existing) if same(existing, planned) && !restamp => false,
         Some(existing) => {
             *existing = new;
             true
@@ -66,7 +73,7 @@ pub fn next_conditions(
 ) -> Option<Vec<Condition>> {
     if matches!(
         report.outcome,
-        RequestOutcome::NotHandled | RequestOutcome::Finished
+        RequestOutcome::NotHandled | RequestOutcome::Finished | RequestOutcome::RetryLater
     ) {
         return None;
     }
@@ -83,10 +90,10 @@ pub fn next_conditions(
             reason: reason::ACCEPTED.to_string(),
             message: ACCEPTED_MESSAGE.to_string(),
         };
-        changed |= add_or_update(&mut conditions, &accepted, generation, now);
+        changed |= add_or_update(&mut conditions, &accepted, generation, now, false);
     }
     if let Some(planned) = &report.condition {
-        changed |= add_or_update(&mut conditions, planned, generation, now);
+        changed |= add_or_update(&mut conditions, planned, generation, now, report.retried);
     }
     changed.then_some(conditions)
 }
@@ -163,6 +170,9 @@ mod tests {
                 message: "m".into(),
             }),
             reasons: Vec::new(),
+            uid: String::new(),
+            retried: false,
+            retry_at: None,
         }
     }
 
@@ -203,6 +213,26 @@ mod tests {
             next_conditions(&first, &r, Some(1), at("2026-12-01T10:05:00Z")),
             None
         );
+    }
+
+    #[test]
+    fn a_retry_stamps_provisioned_false_anew_and_a_waiting_request_gets_nothing() {
+        let mut r = report(
+            RequestOutcome::CapacityNotFound,
+            Some(("Provisioned", "False", "CapacityIsNotFound")),
+        );
+        let first = next_conditions(&[], &r, Some(1), at("2026-12-01T10:00:00Z")).expect("written");
+        r.retried = true;
+        let retry = at("2026-12-01T10:01:01Z");
+        let next = next_conditions(&first, &r, Some(1), retry).expect("stamped anew");
+        assert_eq!(next[0], first[0], "Accepted is kept as it was");
+        assert_eq!(next[1].last_transition_time.0, retry);
+        assert_eq!(
+            (next[1].status.as_str(), next[1].reason.as_str()),
+            ("False", "CapacityIsNotFound")
+        );
+        let waiting = report(RequestOutcome::RetryLater, None);
+        assert_eq!(next_conditions(&first, &waiting, Some(1), retry), None);
     }
 
     #[test]

@@ -126,8 +126,7 @@ pub fn prepare_for(
 ) -> Prepared {
     let (groups, node_group_errors) = read_groups(&objects.extra, &objects.nodes);
     add_missing_template_slices(&mut objects, &groups);
-    let mut stand_ins =
-        stand_ins::StandIns::add_pods(&mut objects, &options.check_capacity_processor_instance);
+    let mut stand_ins = stand_ins::StandIns::add_pods(&mut objects, options);
     let extra = std::mem::take(&mut objects.extra);
     let daemon_pods = daemonsets::daemon_pods(&extra);
     let dra_label_keys = pack::dra_label_keys(&objects);
@@ -170,8 +169,9 @@ pub fn prepare_for(
 
 impl Prepared {
     /// Plans scale-ups for every pending gang. Which ProvisioningRequests
-    /// are served was decided by [`prepare_for`]'s options (see
-    /// [`PlanOptions::check_capacity_processor_instance`]), not `options`.
+    /// are served and tried was decided by [`prepare_for`]'s options (see
+    /// [`PlanOptions::check_capacity_processor_instance`] and
+    /// [`PlanOptions::provisioning_request_backoff`]), not `options`.
     #[must_use]
     pub fn run(self, options: &PlanOptions) -> PlanReport {
         self.run_keeping_state(options).0

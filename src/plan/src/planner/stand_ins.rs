@@ -14,7 +14,7 @@ use dra_sim::snapshot::{Snapshot, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
-use super::Planner;
+use super::{PlanOptions, Planner};
 use crate::buffers::{self, Buffer};
 use crate::gang::{Gang, GangApi, GangRef};
 use crate::provreq::{self, Request, Stage};
@@ -35,12 +35,18 @@ pub(super) struct StandIns {
 }
 
 impl StandIns {
-    /// Reads the requests (those served with `processor_instance`) and
+    /// Reads the requests (those served and due under `options`: the
+    /// check-capacity processor instance, the retry backoffs, the time) and
     /// buffers among `objects.extra` and appends the pods to plan (requests
     /// not provisioned yet, buffer chunks) to `objects.pods`, so the snapshot
     /// holds them as pending pods.
-    pub(super) fn add_pods(objects: &mut ClusterObjects, processor_instance: &str) -> Self {
-        let requests = provreq::read_requests(&objects.extra, &objects.pods, processor_instance);
+    pub(super) fn add_pods(objects: &mut ClusterObjects, options: &PlanOptions) -> Self {
+        let serving = provreq::Serving {
+            instance: &options.check_capacity_processor_instance,
+            backoff: &options.provisioning_request_backoff,
+            now: options.now,
+        };
+        let requests = provreq::read_requests(&objects.extra, &objects.pods, serving);
         let buffers = buffers::read_buffers(&objects.extra);
         let mut out = StandIns {
             requests,

@@ -7,6 +7,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::Expander;
 use crate::gang::GangRef;
+use crate::provreq::RetryBackoff;
 
 /// Planner settings. `now` is an input, never read from a clock.
 #[derive(Debug, Clone)]
@@ -21,6 +22,10 @@ pub struct PlanOptions {
     /// ProvisioningRequests this autoscaler serves (see
     /// [`crate::provreq`]); empty serves those that name no instance.
     pub check_capacity_processor_instance: String,
+    /// The retry backoffs of ProvisioningRequests left `Provisioned=False`
+    /// by earlier plans, with upstream's initial and maximum backoff (see
+    /// [`crate::provreq::backoff`]). Read, never changed, by a plan.
+    pub provisioning_request_backoff: RetryBackoff,
 }
 
 impl Default for PlanOptions {
@@ -30,6 +35,7 @@ impl Default for PlanOptions {
             now: None,
             min_reservation_left: SignedDuration::from_hours(1),
             check_capacity_processor_instance: String::new(),
+            provisioning_request_backoff: RetryBackoff::default(),
         }
     }
 }

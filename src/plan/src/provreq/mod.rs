@@ -31,6 +31,13 @@
 //! - pods that cannot be made from the templates fail the request
 //!   (`Failed`, `FailedToCreatePods`); other classes, and requests for
 //!   another check-capacity processor instance, are not ours.
+//! - a request with `Provisioned=False` is tried again only after its retry
+//!   backoff ([`backoff`]); until then it is `retry-later` and nothing is
+//!   written.
+
+pub mod backoff;
+
+pub use backoff::RetryBackoff;
 
 use dra_sim::ObjectRef;
 use dra_sim::objects::ExtraObject;
@@ -39,7 +46,9 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::groups::friendly;
 use crate::templates::{created_at, group_of, pod_from_template, pod_template, ref_of};
+use backoff::Retry;
 
 /// API group of ProvisioningRequests (and CapacityBuffers).
 pub const API_GROUP: &str = "autoscaling.x-k8s.io";
@@ -113,12 +122,19 @@ pub(crate) enum Stage {
     NotHandled(String),
     /// The pods could not be made.
     Invalid(String),
+    /// Not tried in this plan (see [`backoff`]): its retry backoff runs, or
+    /// its `Provisioned` condition is neither true nor false.
+    Waiting(Retry),
 }
 
 /// One request as read.
 #[derive(Debug, Clone)]
 pub(crate) struct Request {
     pub(crate) name: ObjectRef,
+    /// `metadata.uid` (empty when the input has none).
+    pub(crate) uid: String,
+    /// Tried again in this plan after `Provisioned=False` and its backoff.
+    pub(crate) retried: bool,
     pub(crate) class: String,
     /// Served as a check-capacity request (see [`served_class`]).
     pub(crate) check_capacity: bool,
@@ -185,9 +201,13 @@ pub enum RequestOutcome {
     Finished,
     /// Its pods could not be made (missing or invalid PodTemplate).
     Invalid,
-    /// A provisioning class this autoscaler does not serve, or a request for
-    /// another check-capacity processor instance.
+    /// A provisioning class this autoscaler does not serve, a request for
+    /// another check-capacity processor instance, or one whose `Provisioned`
+    /// condition is neither true nor false (upstream never tries it).
     NotHandled,
+    /// `Provisioned=False`, and its retry backoff has not run out: not tried
+    /// in this plan (`retryAt` says when it will be).
+    RetryLater,
 }
 
 /// The plan for one ProvisioningRequest (`provisioningRequests` in JSON).
@@ -196,6 +216,10 @@ pub enum RequestOutcome {
 pub struct ProvisioningRequestReport {
     /// The request, `namespace/name`.
     pub provisioning_request: ObjectRef,
+    /// Its `metadata.uid`, which keys its retry backoff (empty when the input
+    /// has none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
     /// Its `spec.provisioningClassName`.
     pub provisioning_class: String,
     /// What the plan means for it.
@@ -218,6 +242,22 @@ pub struct ProvisioningRequestReport {
     /// Why, when it is not provisioned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
+    /// Tried again in this plan after `Provisioned=False` once its retry
+    /// backoff ran out (its backoff then doubles; see [`backoff`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retried: bool,
+    /// Outcome `retry-later`: when it will be tried again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<Timestamp>,
+}
+
+impl ProvisioningRequestReport {
+    /// The key of its retry backoff: the UID, as upstream keys it, or
+    /// `namespace/name` when the input has no UID.
+    #[must_use]
+    pub fn backoff_key(&self) -> String {
+        backoff::key(&self.uid, &self.provisioning_request)
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -373,10 +413,50 @@ fn served_class(class: &str, requested: &str, instance: &str) -> Result<&'static
     }
 }
 
+/// How a plan reads requests: which it serves and when it retries them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Serving<'a> {
+    /// `--check-capacity-processor-instance` (see [`served_class`]).
+    pub(crate) instance: &'a str,
+    /// The retry backoffs of earlier plans.
+    pub(crate) backoff: &'a RetryBackoff,
+    /// The plan's time (`None`: no clock; every request is tried).
+    pub(crate) now: Option<Timestamp>,
+}
+
+/// The `Provisioned` condition's status and `lastTransitionTime`, if it has
+/// one.
+fn provisioned_condition(conditions: &[Value]) -> Option<(&str, Option<Timestamp>)> {
+    let c = conditions
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(condition::PROVISIONED))?;
+    Some((
+        c.get("status").and_then(Value::as_str).unwrap_or_default(),
+        timestamp(c.get("lastTransitionTime")),
+    ))
+}
+
+/// Pods asked for over the pod sets whose `count` reads (for a request not
+/// tried now, whose pods are not made).
+fn counted_pods(obj: &ExtraObject) -> usize {
+    obj.value
+        .pointer("/spec/podSets")
+        .and_then(Value::as_array)
+        .map_or(0, |sets| {
+            sets.iter()
+                .filter_map(|s| s.get("count").and_then(Value::as_u64))
+                .map(|c| usize::try_from(c).unwrap_or(usize::MAX))
+                .fold(0, usize::saturating_add)
+        })
+}
+
 /// Every ProvisioningRequest among `extra`, with its pods. `pods` are the
-/// snapshot's pods (for the consume annotation); `instance` is
-/// `--check-capacity-processor-instance` (see [`served_class`]).
-pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod], instance: &str) -> Vec<Request> {
+/// snapshot's pods (for the consume annotation).
+pub(crate) fn read_requests(
+    extra: &[ExtraObject],
+    pods: &[Pod],
+    serving: Serving<'_>,
+) -> Vec<Request> {
     let mut requests = Vec::new();
     for obj in extra
         .iter()
@@ -394,7 +474,7 @@ pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod], instance: &str)
             .pointer(&format!("/spec/parameters/{PROCESSOR_INSTANCE_PARAMETER}"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let served = served_class(&class, requested, instance);
+        let served = served_class(&class, requested, serving.instance);
         let check_capacity = served == Ok(CHECK_CAPACITY_CLASS);
         let conditions: &[Value] = obj
             .value
@@ -403,6 +483,13 @@ pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod], instance: &str)
             .map_or(&[], Vec::as_slice);
         let mut request = Request {
             name: name.clone(),
+            uid: obj
+                .value
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            retried: false,
             created: timestamp(obj.value.pointer("/metadata/creationTimestamp")),
             stage: Stage::Plan,
             total: 0,
@@ -428,6 +515,23 @@ pub(crate) fn read_requests(extra: &[ExtraObject], pods: &[Pod], instance: &str)
             request.stage = Stage::Finished(done);
             requests.push(request);
             continue;
+        }
+        // Upstream's injector: only a request not yet provisioned whose
+        // backoff has run out is tried (and only then are its pods made).
+        if is_true(conditions, condition::PROVISIONED).is_none() {
+            let key = backoff::key(&request.uid, &name);
+            match serving
+                .backoff
+                .retry(&key, provisioned_condition(conditions), serving.now)
+            {
+                Retry::Now { after } => request.retried = after.is_some(),
+                waiting => {
+                    request.total = counted_pods(obj);
+                    request.stage = Stage::Waiting(waiting);
+                    requests.push(request);
+                    continue;
+                }
+            }
         }
         match make_pods(obj, &name, &class, extra) {
             Err(e) => request.stage = Stage::Invalid(format!("ProvisioningRequest {name}: {e}")),
@@ -478,6 +582,29 @@ pub(crate) struct Planned<'a> {
     pub(crate) now: Option<Timestamp>,
 }
 
+/// Whether `request`, not provisioned, is past its 7 days at `now`: upstream's
+/// refresh fails any request of a class it serves that is still
+/// unprovisioned 7 days after its creation.
+fn expired(request: &Request, now: Option<Timestamp>) -> bool {
+    match (request.created, now) {
+        (Some(created), Some(now)) => created
+            .checked_add(EXPIRATION_TIME)
+            .is_ok_and(|end| end < now),
+        _ => false,
+    }
+}
+
+/// Marks `out` expired (`Failed`, `Expired`).
+fn expire(out: &mut ProvisioningRequestReport) {
+    out.outcome = RequestOutcome::Expired;
+    out.condition = Some(Condition::new(
+        condition::FAILED,
+        true,
+        reason::EXPIRED,
+        "ProvisioningRequest is expired",
+    ));
+}
+
 /// The report entry for `request` after planning.
 pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRequestReport {
     let mut out = ProvisioningRequestReport {
@@ -494,9 +621,31 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
             .collect(),
         condition: None,
         reasons: Vec::new(),
+        uid: request.uid.clone(),
+        retried: request.retried,
+        retry_at: None,
     };
     match &request.stage {
         Stage::NotHandled(why) => out.reasons.push(why.clone()),
+        // Upstream's refresh fails an old request whether or not it is tried.
+        Stage::Waiting(_) if expired(request, planned.now) => expire(&mut out),
+        Stage::Waiting(Retry::Later { since, wait }) => {
+            out.outcome = RequestOutcome::RetryLater;
+            let at = since.checked_add(*wait).ok();
+            out.retry_at = at;
+            out.reasons.push(format!(
+                "Provisioned=False since {since}: tried again after {} (retry backoff {}, doubled by each try up to the maximum)",
+                at.map_or_else(|| "the end of time".to_string(), |t| t.to_string()),
+                friendly(*wait)
+            ));
+        }
+        Stage::Waiting(Retry::Never(status)) => out.reasons.push(format!(
+            "condition Provisioned has status {status:?}: only a request without it or with Provisioned=False is tried"
+        )),
+        Stage::Waiting(Retry::Now { .. }) => {
+            // Not a waiting state: `read_requests` plans such a request.
+            out.reasons.push("not planned".to_string());
+        }
         Stage::Finished(done) => {
             out.outcome = RequestOutcome::Finished;
             out.reasons
@@ -561,14 +710,6 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
             });
         }
         Stage::Plan => {
-            // Upstream's refresh fails any request of a class it serves that
-            // is still unprovisioned 7 days after its creation.
-            let expired = match (request.created, planned.now) {
-                (Some(created), Some(now)) => created
-                    .checked_add(EXPIRATION_TIME)
-                    .is_ok_and(|end| end < now),
-                _ => false,
-            };
             out.reasons = planned.reasons.to_vec();
             // Upstream's message, then why (the planner's first reasons).
             let why = |message: &str| match planned.reasons {
@@ -583,14 +724,8 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
                         .join("; ")
                 ),
             };
-            if expired {
-                out.outcome = RequestOutcome::Expired;
-                out.condition = Some(Condition::new(
-                    condition::FAILED,
-                    true,
-                    reason::EXPIRED,
-                    "ProvisioningRequest is expired",
-                ));
+            if expired(request, planned.now) {
+                expire(&mut out);
             } else if request.no_retry {
                 out.outcome = RequestOutcome::Failed;
                 out.condition = Some(Condition::new(
