@@ -111,8 +111,12 @@ fn the_provisioning_request_backoff_flags_default_as_upstream_and_reach_the_plan
         .unwrap()
         .provisioning_request_backoff;
     assert_eq!(
-        (defaults.initial(), defaults.max()),
-        (SignedDuration::from_mins(1), SignedDuration::from_mins(10))
+        (defaults.initial(), defaults.max(), defaults.capacity()),
+        (
+            SignedDuration::from_mins(1),
+            SignedDuration::from_mins(10),
+            1000
+        )
     );
     let set = args(&[
         "--provisioning-request-initial-backoff-time",
@@ -127,8 +131,12 @@ fn the_provisioning_request_backoff_flags_default_as_upstream_and_reach_the_plan
     .unwrap()
     .provisioning_request_backoff;
     assert_eq!(
-        (set.initial(), set.max()),
-        (SignedDuration::from_secs(30), SignedDuration::from_mins(5))
+        (set.initial(), set.max(), set.capacity()),
+        (
+            SignedDuration::from_secs(30),
+            SignedDuration::from_mins(5),
+            10
+        )
     );
     let refused = Cli::try_parse_from([
         "dra-autoscaler",

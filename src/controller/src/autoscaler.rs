@@ -239,6 +239,11 @@ impl Autoscaler {
         let started = Instant::now();
         let mut summary = LoopSummary::default();
         if !self.is_leader() {
+            // A cluster-autoscaler that loses its lease exits; its successor
+            // starts with no retry backoffs. So does this one when it leads
+            // again.
+            let mut backoff = self.provreq_backoff();
+            *backoff = backoff.emptied();
             return summary;
         }
 
@@ -347,6 +352,16 @@ impl Autoscaler {
                 now,
             )
             .await;
+        // As upstream's injector, every request tried counts for its retry
+        // backoff, whatever its scale-up did, unless its scale-up was not
+        // attempted at all (it is decided again next loop).
+        let unsettled = &summary.stand_ins.unsettled;
+        self.provreq_backoff().record(
+            report
+                .provisioning_requests
+                .iter()
+                .filter(|r| !unsettled.contains(&r.provisioning_request.to_string())),
+        );
         self.after_plan(
             inputs,
             &groups,
@@ -362,7 +377,7 @@ impl Autoscaler {
         summary
     }
 
-    fn backoff(&self) -> std::sync::MutexGuard<'_, dra_plan::provreq::RetryBackoff> {
+    fn provreq_backoff(&self) -> std::sync::MutexGuard<'_, dra_plan::provreq::RetryBackoff> {
         self.provreq_backoff
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -379,7 +394,7 @@ impl Autoscaler {
         let gates = self.config.gates;
         let mut options = self.config.plan.clone();
         options.now = Some(now);
-        options.provisioning_request_backoff = self.backoff().clone();
+        options.provisioning_request_backoff = self.provreq_backoff().clone();
         let plan_started = Instant::now();
         // The planner is CPU-bound and synchronous: keep it off the runtime's workers.
         let result = tokio::task::spawn_blocking(move || plan(objects, gates, &options)).await;
@@ -388,9 +403,6 @@ impl Autoscaler {
             .observe(plan_started.elapsed().as_secs_f64());
         match result {
             Ok(report) => {
-                // As upstream's injector, a request is backed off when it
-                // is tried, whatever its scale-up then does.
-                self.backoff().record(&report.provisioning_requests);
                 // The loop checked every group before (`validity`) and
                 // reported the invalid ones once; the planner's copy is noise.
                 for error in &report.node_group_errors {

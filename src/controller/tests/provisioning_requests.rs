@@ -534,7 +534,8 @@ async fn a_request_not_found_is_retried_after_a_backoff_that_doubles() {
         Some(t0.to_string())
     );
 
-    // Past it: tried, the same condition stamped anew, no second Event.
+    // Past it: tried, the same condition stamped anew (that it is no new
+    // Event is `write::tests`; the sink's dedup window would hide one here).
     let retried = controller.run_once_at(at(61)).await;
     assert_eq!(
         retried.stand_ins.requests,
@@ -545,7 +546,6 @@ async fn a_request_not_found_is_retried_after_a_backoff_that_doubles() {
         provisioned_since(&client, &request).await,
         Some(at(61).to_string())
     );
-    assert_eq!(common::events(&client, "CapacityIsNotFound").await.len(), 1);
     seen_since(&controller, &request, at(61)).await;
 
     // The next wait is two minutes from that try.

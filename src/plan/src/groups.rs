@@ -280,6 +280,8 @@ pub(crate) fn friendly(d: SignedDuration) -> String {
     let secs = d.as_secs();
     if d.subsec_nanos() != 0 {
         format!("{}ms", d.as_millis())
+    } else if secs == 0 {
+        "0s".to_string()
     } else if secs % 3600 == 0 {
         format!("{}h", secs / 3600)
     } else if secs % 60 == 0 {

@@ -416,15 +416,32 @@ fn the_check_capacity_processor_instance_picks_the_requests_served_as_upstream_d
 /// `Provisioned=False` last changed at `since` (none when empty), planned at
 /// `now` with `backoff`.
 fn not_found_since(since: &str, now: &str, backoff: &RetryBackoff) -> ProvisioningRequestReport {
-    let status = if since.is_empty() {
+    let conditions = if since.is_empty() {
         String::new()
     } else {
         format!(
-            "status:\n  conditions:\n  - {{type: Accepted, status: 'True', reason: Accepted, message: m, lastTransitionTime: '2026-12-01T09:00:00Z'}}\n  - {{type: Provisioned, status: 'False', reason: CapacityIsNotFound, message: m, lastTransitionTime: '{since}'}}\n"
+            "  - {{type: Provisioned, status: 'False', reason: CapacityIsNotFound, message: m, lastTransitionTime: '{since}'}}\n"
         )
     };
+    with_conditions(&conditions, UID, now, backoff)
+}
+
+const UID: &str = "6a1f0e2c-0000-4000-8000-000000000001";
+
+/// That request (`uid` none when empty) with `Accepted` and `conditions`.
+fn with_conditions(
+    conditions: &str,
+    uid: &str,
+    now: &str,
+    backoff: &RetryBackoff,
+) -> ProvisioningRequestReport {
+    let uid = if uid.is_empty() {
+        String::new()
+    } else {
+        format!(", uid: {uid}")
+    };
     let yaml = format!(
-        "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml, uid: 6a1f0e2c-0000-4000-8000-000000000001, creationTimestamp: '2026-12-01T09:00:00Z'}}\nspec:\n  provisioningClassName: {ATOMIC}\n  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: 9\n{status}"
+        "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml{uid}, creationTimestamp: '2026-12-01T09:00:00Z'}}\nspec:\n  provisioningClassName: {ATOMIC}\n  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: 9\nstatus:\n  conditions:\n  - {{type: Accepted, status: 'True', reason: Accepted, message: m, lastTransitionTime: '2026-12-01T09:00:00Z'}}\n{conditions}"
     );
     let options = PlanOptions {
         now: Some(now.parse().expect("timestamp")),
@@ -497,16 +514,26 @@ fn each_retry_doubles_the_backoff_up_to_the_maximum() {
         };
         assert!(report.retried, "{report:?}");
         waits.push((now - since).get_seconds() - 1);
-        backoff.record(std::slice::from_ref(&report));
+        backoff.record([&report]);
         since = now;
     }
     assert_eq!(waits, [60, 120, 240, 480, 600, 600]);
 
-    // Seen provisioned (or failed), the request's backoff is forgotten.
-    let mut provisioned = not_found_since("", "2026-12-01T11:00:00Z", &backoff);
-    provisioned.outcome = RequestOutcome::Booked;
-    backoff.record(&[provisioned]);
-    assert!(backoff.is_empty());
+    // Seen provisioned or failed, the request's backoff is forgotten.
+    for seen in [
+        "  - {type: Provisioned, status: 'True', reason: CapacityIsFound, message: m, lastTransitionTime: '2026-12-01T11:00:00Z'}\n",
+        "  - {type: Failed, status: 'True', reason: Expired, message: m, lastTransitionTime: '2026-12-01T11:00:00Z'}\n",
+    ] {
+        let mut remembered = backoff.clone();
+        assert_eq!(remembered.len(), 1);
+        let r = with_conditions(seen, UID, "2026-12-01T11:00:01Z", &remembered);
+        remembered.record([&r]);
+        assert!(
+            remembered.is_empty(),
+            "{:?} keeps {remembered:?}",
+            r.outcome
+        );
+    }
 }
 
 #[test]
@@ -518,24 +545,30 @@ fn the_backoff_flags_set_the_first_and_longest_wait() {
     );
     let r = not_found_since("2026-12-01T10:00:00Z", "2026-12-01T10:00:30Z", &backoff);
     assert_eq!(r.outcome, RequestOutcome::RetryLater);
-    let mut r = not_found_since("2026-12-01T10:00:00Z", "2026-12-01T10:00:31Z", &backoff);
+    let r = not_found_since("2026-12-01T10:00:00Z", "2026-12-01T10:00:31Z", &backoff);
     assert!(r.retried);
     let mut backoff = backoff;
-    backoff.record(std::slice::from_ref(&r));
+    backoff.record([&r]);
     assert_eq!(
-        backoff.wait(&r.backoff_key()),
+        backoff.wait(UID),
         k8s_openapi::jiff::SignedDuration::from_secs(45),
         "doubled, capped at the maximum"
     );
-    // A cache of size 0 remembers nothing: every retry waits the initial time.
-    let mut none = RetryBackoff::new(
-        k8s_openapi::jiff::SignedDuration::from_secs(30),
-        k8s_openapi::jiff::SignedDuration::from_secs(45),
-        0,
-    );
-    r.retried = true;
-    none.record(&[r]);
-    assert!(none.is_empty());
+}
+
+#[test]
+fn without_a_uid_the_backoff_is_kept_by_namespace_and_name() {
+    let since = "  - {type: Provisioned, status: 'False', reason: CapacityIsNotFound, message: m, lastTransitionTime: '2026-12-01T10:00:00Z'}\n";
+    let mut backoff = RetryBackoff::default();
+    let r = with_conditions(since, "", "2026-12-01T10:01:01Z", &backoff);
+    assert!(r.retried && r.uid.is_empty(), "{r:?}");
+    assert_eq!(r.backoff_key(), "ml/r");
+    backoff.record([&r]);
+    // Stamped anew at 10:01:01 and now waiting 2m: not due at 10:03:01.
+    let stamped = since.replace("10:00:00", "10:01:01");
+    let r = with_conditions(&stamped, "", "2026-12-01T10:03:01Z", &backoff);
+    assert_eq!(r.outcome, RequestOutcome::RetryLater);
+    assert_eq!(r.retry_at, Some("2026-12-01T10:03:01Z".parse().expect("t")));
 }
 
 #[test]

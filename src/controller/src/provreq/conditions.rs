@@ -81,8 +81,10 @@ pub fn next_conditions(
     let mut changed = false;
     // Upstream marks a request whose pods cannot be made Failed without
     // accepting it.
+    // Upstream accepts a request again at every try (AddOrUpdateCondition
+    // stamps it anew).
     if report.outcome != RequestOutcome::Invalid
-        && !conditions.iter().any(|c| c.type_ == condition::ACCEPTED)
+        && (report.retried || !conditions.iter().any(|c| c.type_ == condition::ACCEPTED))
     {
         let accepted = PlannedCondition {
             type_: condition::ACCEPTED.to_string(),
@@ -90,7 +92,7 @@ pub fn next_conditions(
             reason: reason::ACCEPTED.to_string(),
             message: ACCEPTED_MESSAGE.to_string(),
         };
-        changed |= add_or_update(&mut conditions, &accepted, generation, now, false);
+        changed |= add_or_update(&mut conditions, &accepted, generation, now, report.retried);
     }
     if let Some(planned) = &report.condition {
         changed |= add_or_update(&mut conditions, planned, generation, now, report.retried);
@@ -225,7 +227,7 @@ mod tests {
         r.retried = true;
         let retry = at("2026-12-01T10:01:01Z");
         let next = next_conditions(&first, &r, Some(1), retry).expect("stamped anew");
-        assert_eq!(next[0], first[0], "Accepted is kept as it was");
+        assert_eq!(next[0].last_transition_time.0, retry, "accepted again");
         assert_eq!(next[1].last_transition_time.0, retry);
         assert_eq!(
             (next[1].status.as_str(), next[1].reason.as_str()),

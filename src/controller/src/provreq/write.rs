@@ -43,6 +43,10 @@ pub struct Written {
     pub requests: Vec<String>,
     /// Buffers whose status was written, `namespace/name`.
     pub buffers: Vec<String>,
+    /// Requests planned onto a scale-up that was not attempted this loop
+    /// (its intent lost a race): nothing written, decided again next loop,
+    /// so this loop does not count as a try for their retry backoff.
+    pub unsettled: Vec<String>,
 }
 
 /// Writes the status of requests and buffers.
@@ -164,13 +168,14 @@ impl StandInWriter {
     ) -> Written {
         let mut written = Written::default();
         for planned in &report.provisioning_requests {
-            if self
+            let name = planned.provisioning_request.to_string();
+            match self
                 .write_request(planned, report, outcomes, objects, events, now)
                 .await
             {
-                written
-                    .requests
-                    .push(planned.provisioning_request.to_string());
+                Some(true) => written.requests.push(name),
+                Some(false) => {}
+                None => written.unsettled.push(name),
             }
         }
         for planned in &report.capacity_buffers {
@@ -208,6 +213,8 @@ impl StandInWriter {
         written
     }
 
+    /// Writes one request's conditions. Returns whether they were written,
+    /// or `None` when the scale-up it was planned onto was not attempted.
     async fn write_request(
         &self,
         planned: &ProvisioningRequestReport,
@@ -216,7 +223,7 @@ impl StandInWriter {
         objects: &[GangObject],
         events: &EventSink,
         now: Timestamp,
-    ) -> bool {
+    ) -> Option<bool> {
         let name = &planned.provisioning_request;
         let Some(object) = find(
             objects,
@@ -224,19 +231,17 @@ impl StandInWriter {
             &name.namespace,
             &name.name,
         ) else {
-            return false;
+            return Some(false);
         };
-        let Some(settled) = settle(planned, &report.scale_ups, outcomes) else {
-            return false;
-        };
+        let settled = settle(planned, &report.scale_ups, outcomes)?;
         let current = current_conditions(&object.object);
         let Some(next) =
             next_conditions(&current, &settled, object.object.metadata.generation, now)
         else {
-            return false;
+            return Some(false);
         };
         let Ok(conditions) = serde_json::to_value(&next) else {
-            return false;
+            return Some(false);
         };
         match self
             .patch_status(
@@ -248,24 +253,101 @@ impl StandInWriter {
         {
             Ok(()) => {
                 for c in next.iter().filter(|c| !current.contains(c)) {
-                    tracing::info!(
-                        provisioning_request = %name,
-                        condition = %c.type_,
-                        status = %c.status,
-                        reason = %c.reason,
-                        message = %c.message,
-                        "ProvisioningRequest condition set"
-                    );
+                    let restamped = current.iter().any(|p| {
+                        p.type_ == c.type_
+                            && p.status == c.status
+                            && p.reason == c.reason
+                            && p.message == c.message
+                    });
+                    if restamped {
+                        tracing::debug!(
+                            provisioning_request = %name,
+                            condition = %c.type_,
+                            status = %c.status,
+                            "ProvisioningRequest retried; condition stamped anew"
+                        );
+                    } else {
+                        tracing::info!(
+                            provisioning_request = %name,
+                            condition = %c.type_,
+                            status = %c.status,
+                            reason = %c.reason,
+                            message = %c.message,
+                            "ProvisioningRequest condition set"
+                        );
+                    }
                 }
                 for notice in notices(object, &current, &next) {
                     events.publish(&notice, now).await;
                 }
-                true
+                Some(true)
             }
             Err(error) => {
                 tracing::warn!(%error, provisioning_request = %name, "ProvisioningRequest conditions not written; retrying next loop");
-                false
+                Some(false)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use std::sync::Arc;
+
+    fn condition(type_: &str, status: &str, reason: &str, at: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: "m".into(),
+            observed_generation: Some(1),
+            last_transition_time: Time(at.parse().expect("timestamp")),
+        }
+    }
+
+    #[test]
+    fn a_condition_stamped_anew_is_no_new_event_but_a_change_is() {
+        let object = GangObject {
+            api_version: "autoscaling.x-k8s.io/v1".into(),
+            kind: "ProvisioningRequest".into(),
+            object: Arc::new(DynamicObject::new("r", &apis::provisioning_requests()).within("ml")),
+        };
+        let current = [
+            condition("Accepted", "True", "Accepted", "2026-12-01T10:00:00Z"),
+            condition(
+                "Provisioned",
+                "False",
+                "CapacityIsNotFound",
+                "2026-12-01T10:00:00Z",
+            ),
+        ];
+        let restamped = [
+            condition("Accepted", "True", "Accepted", "2026-12-01T10:01:01Z"),
+            condition(
+                "Provisioned",
+                "False",
+                "CapacityIsNotFound",
+                "2026-12-01T10:01:01Z",
+            ),
+        ];
+        assert!(notices(&object, &current, &restamped).is_empty());
+        let provisioned = [
+            restamped[0].clone(),
+            condition(
+                "Provisioned",
+                "True",
+                "CapacityIsProvisioned",
+                "2026-12-01T10:01:01Z",
+            ),
+        ];
+        let sent = notices(&object, &current, &provisioned);
+        assert_eq!(
+            sent.iter()
+                .map(|n| (n.reason, n.warning))
+                .collect::<Vec<_>>(),
+            [("CapacityIsProvisioned", false)]
+        );
     }
 }

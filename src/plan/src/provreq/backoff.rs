@@ -74,9 +74,16 @@ impl Default for RetryBackoff {
 /// Whether a request may be tried in this plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Retry {
-    /// Tried now; `after` is the backoff that passed when this is a retry
-    /// after `Provisioned=False` (`None`: a first try).
-    Now { after: Option<SignedDuration> },
+    /// Tried now; `retried`: after `Provisioned=False` and its backoff (not
+    /// a first try).
+    Now { retried: bool },
+    /// Not tried in this plan.
+    Wait(Waiting),
+}
+
+/// Why a request is not tried in this plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Waiting {
     /// `Provisioned=False` changed at `since`; tried once `since + wait` has
     /// passed.
     Later {
@@ -90,8 +97,8 @@ pub(crate) enum Retry {
 
 impl RetryBackoff {
     /// Backoffs starting at `initial`, doubling up to `max`, remembered for at
-    /// most `capacity` requests (0: none is remembered, every retry waits
-    /// `initial`, as upstream's cache of size 0 behaves).
+    /// most `capacity` requests (0: no limit, as for upstream's
+    /// `k8s.io/utils/lru`).
     #[must_use]
     pub fn new(initial: SignedDuration, max: SignedDuration, capacity: usize) -> Self {
         Self {
@@ -113,6 +120,19 @@ impl RetryBackoff {
     #[must_use]
     pub fn max(&self) -> SignedDuration {
         self.max
+    }
+
+    /// For how many requests backoffs are remembered (0: no limit).
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The same settings with nothing remembered (a controller that loses
+    /// its lease forgets, as a restarted cluster-autoscaler does).
+    #[must_use]
+    pub fn emptied(&self) -> Self {
+        Self::new(self.initial, self.max, self.capacity)
     }
 
     /// How many requests' backoffs are remembered.
@@ -144,28 +164,27 @@ impl RetryBackoff {
         now: Option<Timestamp>,
     ) -> Retry {
         let Some((status, since)) = provisioned else {
-            return Retry::Now { after: None };
+            return Retry::Now { retried: false };
         };
         if status != "False" {
-            return Retry::Never(status.to_string());
+            return Retry::Wait(Waiting::Never(status.to_string()));
         }
         let wait = self.wait(key);
         match (since, now) {
             (Some(since), Some(now)) => match since.checked_add(wait) {
-                Ok(end) if end < now => Retry::Now { after: Some(wait) },
-                Ok(_) => Retry::Later { since, wait },
-                // Past the end of time: never due.
-                Err(_) => Retry::Later { since, wait },
+                Ok(end) if end < now => Retry::Now { retried: true },
+                // Past the end of time (`Err`): never due.
+                _ => Retry::Wait(Waiting::Later { since, wait }),
             },
             // Without a clock or a time to count from, nothing says wait.
-            _ => Retry::Now { after: Some(wait) },
+            _ => Retry::Now { retried: true },
         }
     }
 
     /// Records what a plan did with the requests `reports` describe: a
     /// request retried after `Provisioned=False` has its backoff doubled (up
     /// to the maximum); one seen `Failed` or `Provisioned` is forgotten.
-    pub fn record(&mut self, reports: &[ProvisioningRequestReport]) {
+    pub fn record<'a>(&mut self, reports: impl IntoIterator<Item = &'a ProvisioningRequestReport>) {
         for report in reports {
             let key = report.backoff_key();
             match report.outcome {
@@ -198,11 +217,9 @@ impl RetryBackoff {
     }
 
     fn remember(&mut self, key: String, wait: SignedDuration) {
-        if self.capacity == 0 {
-            return;
-        }
         self.uses += 1;
-        if !self.waits.contains_key(&key) && self.waits.len() >= self.capacity {
+        if self.capacity != 0 && !self.waits.contains_key(&key) && self.waits.len() >= self.capacity
+        {
             let oldest = self
                 .waits
                 .iter()
@@ -236,7 +253,7 @@ mod tests {
         let since = Some(at("2026-12-01T10:00:00Z"));
         assert_eq!(
             b.retry("u", None, Some(at("2026-12-01T10:00:00Z"))),
-            Retry::Now { after: None }
+            Retry::Now { retried: false }
         );
         assert_eq!(
             b.retry(
@@ -244,10 +261,10 @@ mod tests {
                 Some(("False", since)),
                 Some(at("2026-12-01T10:01:00Z"))
             ),
-            Retry::Later {
+            Retry::Wait(Waiting::Later {
                 since: at("2026-12-01T10:00:00Z"),
                 wait: SignedDuration::from_mins(1)
-            }
+            })
         );
         assert_eq!(
             b.retry(
@@ -255,9 +272,7 @@ mod tests {
                 Some(("False", since)),
                 Some(at("2026-12-01T10:01:00.001Z"))
             ),
-            Retry::Now {
-                after: Some(SignedDuration::from_mins(1))
-            }
+            Retry::Now { retried: true }
         );
         assert_eq!(
             b.retry(
@@ -265,13 +280,17 @@ mod tests {
                 Some(("Unknown", since)),
                 Some(at("2026-12-02T00:00:00Z"))
             ),
-            Retry::Never("Unknown".into())
+            Retry::Wait(Waiting::Never("Unknown".into()))
         );
-        // No clock: tried.
-        assert!(matches!(
+        // No clock, or no time to count from (upstream's zero time): tried.
+        assert_eq!(
             b.retry("u", Some(("False", since)), None),
-            Retry::Now { .. }
-        ));
+            Retry::Now { retried: true }
+        );
+        assert_eq!(
+            b.retry("u", Some(("False", None)), Some(at("2026-12-01T10:00:00Z"))),
+            Retry::Now { retried: true }
+        );
     }
 
     #[test]
@@ -288,12 +307,22 @@ mod tests {
         assert_eq!(b.len(), 2);
         assert_eq!(b.wait("a"), SignedDuration::from_mins(4));
         assert_eq!(b.wait("b"), SignedDuration::from_mins(1), "b was forgotten");
-        let mut none = RetryBackoff::new(
+        // Reading a waiting request's backoff (upstream's Get) keeps it: `c` goes next.
+        b.touch("a");
+        b.remember("d".into(), SignedDuration::from_mins(2));
+        assert_eq!(b.wait("a"), SignedDuration::from_mins(4));
+        assert_eq!(b.wait("c"), SignedDuration::from_mins(1), "c was forgotten");
+        // Size 0 is no limit, as for upstream's cache.
+        let mut unbounded = RetryBackoff::new(
             SignedDuration::from_mins(1),
             SignedDuration::from_mins(10),
             0,
         );
-        none.remember("a".into(), SignedDuration::from_mins(2));
-        assert!(none.is_empty());
+        for key in ["a", "b", "c"] {
+            unbounded.remember(key.into(), SignedDuration::from_mins(2));
+        }
+        assert_eq!(unbounded.len(), 3);
+        assert!(unbounded.emptied().is_empty());
+        assert_eq!(unbounded.emptied().max(), SignedDuration::from_mins(10));
     }
 }

@@ -48,7 +48,7 @@ use serde_json::Value;
 
 use crate::groups::friendly;
 use crate::templates::{created_at, group_of, pod_from_template, pod_template, ref_of};
-use backoff::Retry;
+use backoff::{Retry, Waiting};
 
 /// API group of ProvisioningRequests (and CapacityBuffers).
 pub const API_GROUP: &str = "autoscaling.x-k8s.io";
@@ -124,7 +124,7 @@ pub(crate) enum Stage {
     Invalid(String),
     /// Not tried in this plan (see [`backoff`]): its retry backoff runs, or
     /// its `Provisioned` condition is neither true nor false.
-    Waiting(Retry),
+    Waiting(Waiting),
 }
 
 /// One request as read.
@@ -524,8 +524,8 @@ pub(crate) fn read_requests(
                 .backoff
                 .retry(&key, provisioned_condition(conditions), serving.now)
             {
-                Retry::Now { after } => request.retried = after.is_some(),
-                waiting => {
+                Retry::Now { retried } => request.retried = retried,
+                Retry::Wait(waiting) => {
                     request.total = counted_pods(obj);
                     request.stage = Stage::Waiting(waiting);
                     requests.push(request);
@@ -629,7 +629,7 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
         Stage::NotHandled(why) => out.reasons.push(why.clone()),
         // Upstream's refresh fails an old request whether or not it is tried.
         Stage::Waiting(_) if expired(request, planned.now) => expire(&mut out),
-        Stage::Waiting(Retry::Later { since, wait }) => {
+        Stage::Waiting(Waiting::Later { since, wait }) => {
             out.outcome = RequestOutcome::RetryLater;
             let at = since.checked_add(*wait).ok();
             out.retry_at = at;
@@ -639,13 +639,9 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
                 friendly(*wait)
             ));
         }
-        Stage::Waiting(Retry::Never(status)) => out.reasons.push(format!(
+        Stage::Waiting(Waiting::Never(status)) => out.reasons.push(format!(
             "condition Provisioned has status {status:?}: only a request without it or with Provisioned=False is tried"
         )),
-        Stage::Waiting(Retry::Now { .. }) => {
-            // Not a waiting state: `read_requests` plans such a request.
-            out.reasons.push("not planned".to_string());
-        }
         Stage::Finished(done) => {
             out.outcome = RequestOutcome::Finished;
             out.reasons
