@@ -7,7 +7,9 @@
 //! core Events with a field selector on `involvedObject`.
 //!
 //! The real server also keeps Events as Go structs, so a time it was not given comes back
-//! as `null`, not as a missing key (`metav1.Time` ignores `omitempty`): an Event written
+//! as `null`, not as a missing key (`metav1.Time` ignores `omitempty`), an unset source as
+//! `{}` (a struct) and the core strings without `omitempty` (`reportingComponent`,
+//! `reportingInstance`) as `""`: an Event written
 //! through `events.k8s.io` reads as `"lastTimestamp": null` through core `v1`. kubectl
 //! relies on it: `kubectl get events -A --sort-by=.lastTimestamp` finds the key in every
 //! object and sorts; with the key missing from every object it printed nothing.
@@ -67,12 +69,42 @@ fn with_unset_times(mut event: Value) -> Value {
     event
 }
 
+/// A stored Event with an unset `source` as `{}`: a struct member, which
+/// `omitempty` never drops (core `source`, events.k8s.io `deprecatedSource`).
+fn with_unset_source(mut event: Value) -> Value {
+    if let Value::Object(map) = &mut event {
+        map.entry("source")
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    event
+}
+
+/// Core `v1` Event strings without `omitempty`, printed as `""` when unset
+/// (their events.k8s.io twins have it, so only the core view gains them).
+const CORE_EVENT_STRINGS: [&str; 2] = ["reportingComponent", "reportingInstance"];
+
+fn with_unset_core_strings(mut event: Value) -> Value {
+    if let Value::Object(map) = &mut event {
+        for key in CORE_EVENT_STRINGS {
+            map.entry(key)
+                .or_insert_with(|| Value::String(String::new()));
+        }
+    }
+    event
+}
+
 /// The stored object as the resource with `conversion` serves it.
 pub fn to_view(conversion: Conversion, stored: Value) -> Value {
     match conversion {
         Conversion::None => stored,
-        Conversion::CoreEvent => with_unset_times(stored),
-        Conversion::EventsV1 => rename(with_unset_times(stored), "events.k8s.io/v1", false),
+        Conversion::CoreEvent => {
+            with_unset_core_strings(with_unset_source(with_unset_times(stored)))
+        }
+        Conversion::EventsV1 => rename(
+            with_unset_source(with_unset_times(stored)),
+            "events.k8s.io/v1",
+            false,
+        ),
     }
 }
 
@@ -113,7 +145,14 @@ mod tests {
         let mut expected = view;
         expected["deprecatedFirstTimestamp"] = Value::Null;
         expected["deprecatedLastTimestamp"] = Value::Null;
-        assert_eq!(to_view(Conversion::EventsV1, stored), expected);
+        // So does the source, a struct (Go's omitempty never drops one).
+        expected["deprecatedSource"] = json!({});
+        assert_eq!(to_view(Conversion::EventsV1, stored.clone()), expected);
+        // Read as a core Event it has the core names, the empty source too.
+        let core = to_view(Conversion::CoreEvent, stored);
+        assert_eq!(core["source"], json!({}));
+        assert_eq!(core["reportingComponent"], "dra-autoscaler");
+        assert_eq!(core["reportingInstance"], "a-1");
     }
 
     #[test]
@@ -131,9 +170,16 @@ mod tests {
         assert_eq!(core["count"], 2);
         assert_eq!(core["firstTimestamp"], Value::Null);
         assert_eq!(core["eventTime"], Value::Null);
+        // Strings without omitempty print empty; the source struct prints {}.
+        assert_eq!(core["reportingComponent"], "");
+        assert_eq!(core["reportingInstance"], "");
+        assert_eq!(core["source"], json!({}));
         let v1 = to_view(Conversion::EventsV1, stored);
         assert_eq!(v1["deprecatedLastTimestamp"], "2026-01-01T00:05:00Z");
         assert_eq!(v1["deprecatedFirstTimestamp"], Value::Null);
         assert_eq!(v1["eventTime"], Value::Null);
+        // events.k8s.io has omitempty on both strings.
+        assert!(v1.get("reportingController").is_none(), "{v1}");
+        assert_eq!(v1["deprecatedSource"], json!({}));
     }
 }
