@@ -145,8 +145,8 @@ async fn kueue_request(
     request
 }
 
-/// The request's conditions as `(type, status, reason, message)`.
-async fn conditions(client: &Client, name: &str) -> Vec<(String, String, String, String)> {
+/// The request's `status.conditions` as the API server has them.
+async fn raw_conditions(client: &Client, name: &str) -> Vec<Value> {
     let object = Api::<DynamicObject>::namespaced_with(
         client.clone(),
         "default",
@@ -159,8 +159,15 @@ async fn conditions(client: &Client, name: &str) -> Vec<(String, String, String,
         .data
         .pointer("/status/conditions")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The request's conditions as `(type, status, reason, message)`.
+async fn conditions(client: &Client, name: &str) -> Vec<(String, String, String, String)> {
+    raw_conditions(client, name)
+        .await
+        .iter()
         .map(|c| {
             let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
             (s("type"), s("status"), s("reason"), s("message"))
@@ -175,24 +182,40 @@ fn kinds(conditions: &[(String, String, String, String)]) -> Vec<(&str, &str, &s
         .collect()
 }
 
+/// Waits until the controller's store shows the `kind` object `name` with
+/// conditions that satisfy `check` (`what` names it in a timeout).
+async fn seen_where(
+    controller: &Controller,
+    kind: &str,
+    name: &str,
+    what: &str,
+    check: impl Fn(&[Value]) -> bool,
+) {
+    controller
+        .wait_for(&format!("{kind} {name} with {what}"), |inputs| {
+            inputs.stand_in_objects.iter().any(|o| {
+                o.kind == kind
+                    && o.object.metadata.name.as_deref() == Some(name)
+                    && o.object
+                        .data
+                        .pointer("/status/conditions")
+                        .and_then(Value::as_array)
+                        .is_some_and(|c| check(c))
+            })
+        })
+        .await;
+}
+
 /// Waits until the controller's store shows `name` with `count` conditions.
 async fn seen(controller: &Controller, kind: &str, name: &str, count: usize) {
-    controller
-        .wait_for(
-            &format!("{kind} {name} with {count} conditions"),
-            |inputs| {
-                inputs.stand_in_objects.iter().any(|o| {
-                    o.kind == kind
-                        && o.object.metadata.name.as_deref() == Some(name)
-                        && o.object
-                            .data
-                            .pointer("/status/conditions")
-                            .and_then(Value::as_array)
-                            .is_some_and(|c| c.len() == count)
-                })
-            },
-        )
-        .await;
+    seen_where(
+        controller,
+        kind,
+        name,
+        &format!("{count} conditions"),
+        |c| c.len() == count,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -449,51 +472,31 @@ async fn a_capacity_buffer_gets_upstream_status_and_its_chunks_get_nodes() {
     grpc.await.expect("server task").expect("server stops");
 }
 
-/// The `lastTransitionTime` of the request's `Provisioned` condition, as the
-/// API server has it.
-async fn provisioned_since(client: &Client, name: &str) -> Option<String> {
-    let object = Api::<DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &resource("ProvisioningRequest"),
-    )
-    .get(name)
-    .await
-    .expect("request read");
-    object
-        .data
-        .pointer("/status/conditions")?
-        .as_array()?
+/// When `conditions` say `Provisioned` last changed.
+fn provisioned_at(conditions: &[Value]) -> Option<Timestamp> {
+    conditions
         .iter()
         .find(|c| c["type"] == "Provisioned")?
         .get("lastTransitionTime")?
-        .as_str()
-        .map(str::to_string)
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+/// When the request's `Provisioned` condition last changed, as the API
+/// server has it.
+async fn provisioned_since(client: &Client, name: &str) -> Option<Timestamp> {
+    provisioned_at(&raw_conditions(client, name).await)
 }
 
 /// Waits until the controller's store shows `name`'s `Provisioned` condition
 /// stamped at `since`.
 async fn seen_since(controller: &Controller, name: &str, since: Timestamp) {
-    controller
-        .wait_for(&format!("{name} Provisioned since {since}"), |inputs| {
-            inputs.stand_in_objects.iter().any(|o| {
-                o.object.metadata.name.as_deref() == Some(name)
-                    && o.object
-                        .data
-                        .pointer("/status/conditions")
-                        .and_then(Value::as_array)
-                        .is_some_and(|cs| {
-                            cs.iter().any(|c| {
-                                c["type"] == "Provisioned"
-                                    && c["lastTransitionTime"]
-                                        .as_str()
-                                        .and_then(|t| t.parse::<Timestamp>().ok())
-                                        == Some(since)
-                            })
-                        })
-            })
-        })
-        .await;
+    let what = format!("Provisioned since {since}");
+    seen_where(controller, "ProvisioningRequest", name, &what, |c| {
+        provisioned_at(c) == Some(since)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -529,10 +532,7 @@ async fn a_request_not_found_is_retried_after_a_backoff_that_doubles() {
         assert_eq!(r.outcome, dra_plan::provreq::RequestOutcome::RetryLater);
         assert_eq!(r.retry_at, Some(at(60)));
     }
-    assert_eq!(
-        provisioned_since(&client, &request).await,
-        Some(t0.to_string())
-    );
+    assert_eq!(provisioned_since(&client, &request).await, Some(t0));
 
     // Past it: tried, the same condition stamped anew (that it is no new
     // Event is `write::tests`; the sink's dedup window would hide one here).
@@ -542,10 +542,7 @@ async fn a_request_not_found_is_retried_after_a_backoff_that_doubles() {
         std::slice::from_ref(&name),
         "{retried:?}"
     );
-    assert_eq!(
-        provisioned_since(&client, &request).await,
-        Some(at(61).to_string())
-    );
+    assert_eq!(provisioned_since(&client, &request).await, Some(at(61)));
     seen_since(&controller, &request, at(61)).await;
 
     // The next wait is two minutes from that try.
