@@ -29,6 +29,16 @@ fn same(current: &Condition, planned: &PlannedCondition) -> bool {
         && current.message == planned.message
 }
 
+/// Whether `after` is `before` stamped anew by a retry: the same type,
+/// status, reason and message.
+#[must_use]
+pub fn stamped_anew(before: &Condition, after: &Condition) -> bool {
+    before.type_ == after.type_
+        && before.status == after.status
+        && before.reason == after.reason
+        && before.message == after.message
+}
+
 /// Sets `planned` in `conditions`; `restamp` rewrites it with `now` even when
 /// it is the same (a retry, which upstream stamps anew, and from which the
 /// next backoff counts). Returns whether anything changed.
@@ -80,8 +90,7 @@ pub fn next_conditions(
     let mut conditions = current.to_vec();
     let mut changed = false;
     // Upstream marks a request whose pods cannot be made Failed without
-    // accepting it.
-    // Upstream accepts a request again at every try (AddOrUpdateCondition
+    // accepting it, and accepts one again at every try (AddOrUpdateCondition
     // stamps it anew).
     if report.outcome != RequestOutcome::Invalid
         && (report.retried || !conditions.iter().any(|c| c.type_ == condition::ACCEPTED))

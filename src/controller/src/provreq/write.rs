@@ -18,7 +18,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::apis;
-use super::conditions::{next_conditions, settle};
+use super::conditions::{next_conditions, settle, stamped_anew};
 use crate::events::{EventSink, Notice};
 use crate::notices::GroupOutcome;
 use crate::snapshot::GangObject;
@@ -253,13 +253,7 @@ impl StandInWriter {
         {
             Ok(()) => {
                 for c in next.iter().filter(|c| !current.contains(c)) {
-                    let restamped = current.iter().any(|p| {
-                        p.type_ == c.type_
-                            && p.status == c.status
-                            && p.reason == c.reason
-                            && p.message == c.message
-                    });
-                    if restamped {
+                    if current.iter().any(|p| stamped_anew(p, c)) {
                         tracing::debug!(
                             provisioning_request = %name,
                             condition = %c.type_,
