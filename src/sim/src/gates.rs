@@ -50,20 +50,42 @@ pub enum GateError {
     /// The gate name is not one kube-scheduler knows for DRA or gangs.
     #[error("unknown feature gate {0:?}; known gates: {known}", known = FeatureGates::NAMES.join(", "))]
     UnknownGate(String),
-    /// The gate is one kube-scheduler knew in other releases, not in this one: its
-    /// scheduler refuses to start with it ("unrecognized feature gate").
-    #[error("feature gate {gate:?} does not exist in Kubernetes {version}: {why}")]
-    NotInVersion {
-        /// The gate.
-        gate: String,
-        /// The release (`1.37`).
-        version: String,
-        /// What became of it.
-        why: &'static str,
-    },
     /// A negative `filterTimeout`.
     #[error("invalid DRA filter timeout {0}: must not be negative (0s disables it)")]
     NegativeTimeout(String),
+}
+
+/// A `--feature-gates` list as one release's scheduler reads it: see
+/// [`FeatureGates::flag_for`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagForVersion {
+    /// The entries that release has, comma-separated.
+    pub flag: String,
+    /// The gates it does not have, left out.
+    pub dropped: Vec<DroppedGate>,
+}
+
+/// A gate of `--feature-gates` left out because the modelled release does not
+/// have it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedGate {
+    /// The gate (`GangScheduling`).
+    pub gate: String,
+    /// The release modelled.
+    pub version: KubeVersion,
+}
+
+impl fmt::Display for DroppedGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "--feature-gates: {gate} does not exist in Kubernetes {version} and is ignored \
+             (merged into GenericWorkload, which alone turns gang scheduling on); \
+             kube-scheduler {version} would refuse to start with it",
+            gate = self.gate,
+            version = self.version
+        )
+    }
 }
 
 impl FromStr for KubeVersion {
@@ -254,24 +276,33 @@ impl FeatureGates {
         Self::NAMES.contains(&name) && !(name == "GangScheduling" && version.minor >= 37)
     }
 
-    /// Refuses, as `version`'s scheduler does, a `--feature-gates` list that names a gate
-    /// that release does not have. Malformed and unknown entries are left to
-    /// [`FeatureGates::apply_flag`].
+    /// The entries of a `--feature-gates` list that `version`'s scheduler has,
+    /// and the names of those it does not (`GangScheduling` from 1.37).
     ///
-    /// # Errors
-    /// [`GateError::NotInVersion`] for the first such gate.
-    pub fn check_flag_for(version: KubeVersion, flag: &str) -> Result<(), GateError> {
+    /// That scheduler refuses to start with such a gate ("unrecognized feature
+    /// gate"), but the same flags are commonly kept across upgrades and the gate's
+    /// meaning lives on in `GenericWorkload`, so we plan on without it and say so
+    /// rather than refuse to plan. Malformed and unknown entries are kept, for
+    /// [`FeatureGates::apply_flag`] to reject.
+    #[must_use]
+    pub fn flag_for(version: KubeVersion, flag: &str) -> FlagForVersion {
+        let mut kept = Vec::new();
+        let mut dropped = Vec::new();
         for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             let name = entry.split_once('=').map_or(entry, |(name, _)| name).trim();
             if Self::NAMES.contains(&name) && !Self::exists_in(name, version) {
-                return Err(GateError::NotInVersion {
-                    gate: name.to_owned(),
-                    version: version.to_string(),
-                    why: "merged into GenericWorkload, which alone turns gang scheduling on",
-                });
+                dropped.push(name.to_owned());
+            } else {
+                kept.push(entry);
             }
         }
-        Ok(())
+        FlagForVersion {
+            flag: kept.join(","),
+            dropped: dropped
+                .into_iter()
+                .map(|gate| DroppedGate { gate, version })
+                .collect(),
+        }
     }
 
     /// Reads one gate by its upstream name.
@@ -342,20 +373,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gang_scheduling_is_refused_from_1_37_where_the_scheduler_no_longer_knows_it() {
+    fn gang_scheduling_is_left_out_from_1_37_where_the_scheduler_no_longer_knows_it() {
         // kube-scheduler 1.37.2: "unrecognized feature gate: GangScheduling".
         let v37 = KubeVersion { minor: 37 };
         assert!(!FeatureGates::exists_in("GangScheduling", v37));
-        assert!(matches!(
-            FeatureGates::check_flag_for(v37, "GenericWorkload=true, GangScheduling=true"),
-            Err(GateError::NotInVersion { gate, .. }) if gate == "GangScheduling"
-        ));
+        let read = FeatureGates::flag_for(v37, "GenericWorkload=true, GangScheduling=false");
+        assert_eq!(read.flag, "GenericWorkload=true");
+        assert_eq!(read.dropped.len(), 1);
+        assert_eq!(read.dropped[0].gate, "GangScheduling");
+        let said = read.dropped[0].to_string();
+        assert!(
+            said.contains("GangScheduling") && said.contains("1.37"),
+            "{said}"
+        );
+        // Left out, so `GangScheduling=false` cannot turn off what 1.37 cannot.
+        let mut gates = FeatureGates::for_version(v37);
+        gates.apply_flag(&read.flag).unwrap();
+        assert!(gates.generic_workload && gates.gang_scheduling);
         let v36 = KubeVersion { minor: 36 };
         assert!(FeatureGates::exists_in("GangScheduling", v36));
-        assert_eq!(
-            FeatureGates::check_flag_for(v36, "GenericWorkload=true,GangScheduling=true"),
-            Ok(())
-        );
+        let read = FeatureGates::flag_for(v36, "GenericWorkload=true,GangScheduling=true");
+        assert_eq!(read.flag, "GenericWorkload=true,GangScheduling=true");
+        assert!(read.dropped.is_empty());
+        // Malformed entries stay for apply_flag to reject.
+        assert_eq!(FeatureGates::flag_for(v37, "Bogus").flag, "Bogus");
     }
 
     #[test]

@@ -16,8 +16,17 @@ use kube::api::ListParams;
 
 use super::wait_for;
 
-/// A stack on the real control plane, with `gates` added to every component.
+/// A stack on the real control plane, with `gates` added to every component. The
+/// controller's and the provider's logs go to the test's output (`RUST_LOG`, default info),
+/// shown for a failed test.
 pub async fn real_stack(gates: &str) -> Stack {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_test_writer()
+        .try_init();
     Stack::start(StackOptions {
         backend: Backend::Real,
         feature_gates: gates.to_owned(),
