@@ -21,9 +21,9 @@ export DRA_E2E_DIR="${DRA_E2E_DIR:-$(mktemp -d /tmp/dra-e2e-suite.XXXXXX)}"
 
 filter=("$@")
 if [[ ${#filter[@]} -eq 0 ]]; then
-  # The real-cluster scenarios (ignored in a plain `cargo nextest run`) and the stack tests
+  # The real-cluster scenarios and the gate check (ignored in a plain `cargo nextest run`), the stack tests
   # written for both backends (DRA_E2E_BACKEND=real picks the real one).
-  filter=(--run-ignored all -E 'binary(real_cluster) | binary(gang_lands)')
+  filter=(--run-ignored all -E 'binary(real_cluster) | binary(real_versions) | binary(gang_lands)')
 fi
 
 log="$DRA_E2E_DIR/nextest.log"
