@@ -32,6 +32,10 @@ pub fn chart_dir() -> PathBuf {
 }
 
 /// The namespace the chart is "installed" into.
+/// The Node the real backend registers for its control plane (tainted `NoSchedule`):
+/// tests that count the nodes bought leave it out.
+pub const CONTROL_PLANE_NODE: &str = "control-plane";
+
 pub const RELEASE_NAMESPACE: &str = "dra-autoscaler";
 /// The Helm release name (the chart's objects are named after it).
 pub const RELEASE: &str = "dra-autoscaler";
@@ -258,7 +262,7 @@ impl RealCluster {
         }
     }
 
-    /// Registers the control-plane Node every real cluster has (what kubeadm and kind create:
+    /// Registers the control-plane Node ([`CONTROL_PLANE_NODE`]) every real cluster has (what kubeadm and kind create:
     /// the `node-role.kubernetes.io/control-plane` label and `NoSchedule` taint, so workloads
     /// never land there). kube-scheduler 1.37.2 needs at least one Node to judge a gang with
     /// DRA claims: on a cluster with none, its DynamicResources PodGroupPostFilter fails with
@@ -272,9 +276,9 @@ impl RealCluster {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {
-                "name": "control-plane",
+                "name": CONTROL_PLANE_NODE,
                 "labels": {
-                    "kubernetes.io/hostname": "control-plane",
+                    "kubernetes.io/hostname": CONTROL_PLANE_NODE,
                     "kubernetes.io/os": "linux",
                     "kubernetes.io/arch": "amd64",
                     "node-role.kubernetes.io/control-plane": "",

@@ -7,14 +7,20 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use dra_local_stack::{Stack, StackOptions, manifests};
+use dra_local_stack::{Backend, Stack, StackOptions, manifests};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::ListParams;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pending_gpu_gang_gets_nodes_and_runs_on_them() {
-    let mut stack = Stack::start(StackOptions::default()).await.unwrap();
+    // The stand-ins by default; the real control plane under e2e/cluster/test.sh.
+    let mut stack = Stack::start(StackOptions {
+        backend: Backend::from_env(),
+        ..StackOptions::default()
+    })
+    .await
+    .unwrap();
     stack.apply_node_group_examples().await.unwrap();
     let deviceclass = std::fs::read_to_string(manifests().join("deviceclass.yaml")).unwrap();
     stack.apply_yaml(&deviceclass).await.unwrap();
@@ -45,7 +51,11 @@ async fn a_pending_gpu_gang_gets_nodes_and_runs_on_them() {
         .list(&ListParams::default())
         .await
         .unwrap()
-        .items;
+        .items
+        .into_iter()
+        // The real backend registers one node of its own for the control plane.
+        .filter(|n| n.metadata.name.as_deref() != Some(dra_local_stack::real::CONTROL_PLANE_NODE))
+        .collect::<Vec<_>>();
     let names: Vec<String> = all.iter().filter_map(|n| n.metadata.name.clone()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
     for node in &all {

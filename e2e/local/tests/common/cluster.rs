@@ -158,7 +158,7 @@ pub fn node_names(nodes: &[Node]) -> BTreeSet<String> {
     nodes
         .iter()
         .filter_map(|n| n.metadata.name.clone())
-        .filter(|n| n != "control-plane")
+        .filter(|n| n != dra_local_stack::real::CONTROL_PLANE_NODE)
         .collect()
 }
 
