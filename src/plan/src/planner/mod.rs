@@ -271,8 +271,9 @@ fn run(
         }
     }
     planner.upcoming_end = planner.snapshot.nodes().len();
-    // Booked capacity is taken before any pending pod is planned.
-    let booked = stand_ins.book(&mut planner, options.now);
+    // Booked capacity is taken before any pending pod is planned, from what
+    // the pods the scheduler will place now leave free.
+    let booked = stand_ins.book(&mut planner, gangs, options.now);
     planner.snapshot.seal();
     let mut report = PlanReport {
         node_group_errors,

@@ -14,8 +14,12 @@
 //!   never a scale-up.
 //! - a request with `Provisioned=True` and neither `Failed` nor
 //!   `BookingExpired` true has its capacity booked: its pods are placed on
-//!   existing capacity before anything else is planned (upstream's
-//!   `bookCapacity`), less the pods consuming it that are already scheduled
+//!   the free room of registered nodes before anything else is planned
+//!   (upstream's `bookCapacity`), after the pending pods the scheduler will
+//!   place now (upstream's `FilterOutSchedulable` runs first: the scheduler
+//!   ignores bookings), best effort: a booked pod without room is not
+//!   booked, and a booking never buys a node nor takes nodes bought for a
+//!   pending gang; less the pods consuming it that are already scheduled
 //!   (annotation `autoscaling.x-k8s.io/consume-provisioning-request`, or the
 //!   deprecated `cluster-autoscaler.kubernetes.io/…`); a pending pod with the
 //!   annotation never triggers a scale-up (upstream's
@@ -681,7 +685,7 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
             out.booked_nodes.clone_from(&planned.booked_nodes);
             if planned.booked < request.pods.len() {
                 out.reasons.push(format!(
-                    "{} of the {} booked pods found no room on existing capacity",
+                    "{} of the {} booked pods found no room: a booking holds only free capacity of registered nodes, after the pending pods the scheduler will place there (it ignores bookings); it never buys nodes",
                     request.pods.len() - planned.booked,
                     request.pods.len()
                 ));
