@@ -437,3 +437,57 @@ async fn an_empty_node_goes_as_scale_down_empty_and_a_kept_node_says_why() {
         "{metrics}"
     );
 }
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallelism_counts_only_removals_in_flight() {
+    // --max-scale-down-parallelism bounds the removals under way at once (cluster-autoscaler's
+    // deletion tracker counts a node from its taint until its machine's delete returns). A node
+    // whose machine is deleted is done: the next pass may remove the next node at once, not 30
+    // minutes later.
+    let server = cluster().await;
+    let kube = server.client();
+    let cloud = cloud(&kube).await;
+    let (first, second) = two_nodes(&kube, &cloud).await;
+    let executor = common::connect_provider("fake", cloud.addr).await;
+    let evictions = common::no_retry_client(&server);
+    let mut one_at_a_time = config(SignedDuration::from_secs(20));
+    one_at_a_time.max_parallelism = 1;
+    let controller =
+        Controller::start_with(&kube, executor, Some((one_at_a_time, evictions))).await;
+    wait_for_stores(&controller, 0).await;
+
+    let t0 = Timestamp::now();
+    controller.run_once_at(t0).await;
+    let summary = controller
+        .run_once_at(t0 + SignedDuration::from_secs(2))
+        .await
+        .scale_down
+        .expect("ran");
+    assert_eq!(summary.started.len(), 1, "one at a time: {summary:#?}");
+    let removed_first = summary.started[0].clone();
+    let scale_downs = controller.autoscaler.scale_downs().expect("on");
+    assert!(scale_downs.settle(Duration::from_secs(20)).await);
+    assert_eq!(tainted(&kube, &removed_first).await, None, "deleted");
+    controller
+        .wait_for("the deleted node gone from the store", |i| {
+            i.nodes.len() == 1
+        })
+        .await;
+
+    let summary = controller
+        .run_once_at(t0 + SignedDuration::from_secs(4))
+        .await
+        .scale_down
+        .expect("ran");
+    let other = if removed_first == first {
+        &second
+    } else {
+        &first
+    };
+    assert_eq!(
+        summary.started,
+        [other.as_str()],
+        "the first removal is over; nothing is in flight: {summary:#?}"
+    );
+    assert!(scale_downs.settle(Duration::from_secs(20)).await);
+    assert_eq!(cloud.client.nodes("cpu").await.expect("instances").len(), 0);
+}

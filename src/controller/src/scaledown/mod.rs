@@ -83,7 +83,7 @@ pub struct ScaleDownSummary {
 }
 
 /// Removals this process is running, and machines it deleted recently (their Node objects
-/// may linger a while, still tainted).
+/// may linger a while, still tainted: they are not removals from before a restart).
 #[derive(Debug, Default)]
 struct Removals {
     running: BTreeSet<String>,
@@ -252,12 +252,11 @@ impl ScaleDowns {
             .filter(|n| !running.contains(*n) && !recently_deleted.contains(*n))
             .cloned()
             .collect();
-        let in_progress: BTreeSet<String> = running
-            .iter()
-            .chain(&orphans)
-            .chain(&recently_deleted)
-            .cloned()
-            .collect();
+        // Removals in flight: our tasks, and removals from before a restart. A machine already
+        // deleted is no removal in flight, though its Node may linger (tainted, so neither a
+        // candidate nor a destination): counting it would hold `--max-scale-down-parallelism`
+        // for as long as it is remembered, as cluster-autoscaler's deletion tracker does not.
+        let in_progress: BTreeSet<String> = running.iter().chain(&orphans).cloned().collect();
 
         let unneeded_since: BTreeMap<String, Timestamp> = state
             .groups
