@@ -1,6 +1,8 @@
 //! `dra-local-stack up`: the stack as the four processes an operator would run, each with its
 //! own log file, started in order (API stand-in, NodeGroup CRD and examples, fake provider,
-//! scheduler stand-in, `dra-autoscaler run`) and stopped together on Ctrl-C.
+//! scheduler stand-in, `dra-autoscaler run`), supervised one at a time (see
+//! [`crate::supervise`]: one that dies leaves the others running, and each can be stopped,
+//! started or restarted alone) and stopped together on Ctrl-C.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,10 @@ pub struct Layout {
     pub scan_interval: String,
     /// `--log-format` of every process.
     pub log_format: String,
+    /// Flags added to `dra-autoscaler run`'s (after the stack's own, so they win).
+    pub controller_args: Vec<String>,
+    /// The fake provider's config file (faults, timings such as `sliceDelayMs`), if any.
+    pub provider_config: Option<PathBuf>,
 }
 
 impl Layout {
@@ -38,34 +44,63 @@ impl Layout {
         self.dir.join("kubeconfig")
     }
 
-    fn log(&self, name: &str) -> PathBuf {
+    pub(crate) fn log(&self, name: &str) -> PathBuf {
         self.dir.join("logs").join(format!("{name}.log"))
     }
 }
 
-/// One started process.
-struct Process {
-    name: &'static str,
-    child: Child,
+/// How a process is started: its name, binary and arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct Spec {
+    pub(crate) name: &'static str,
+    binary: &'static str,
+    args: Vec<String>,
 }
 
+/// One started process.
+pub(crate) struct Process {
+    pub(crate) name: &'static str,
+    pub(crate) child: Child,
+    /// How it was started.
+    pub(crate) spec: Spec,
+}
+
+/// Starts a process of the stack with a fresh log file.
 fn spawn(
     layout: &Layout,
     name: &'static str,
-    binary: &str,
+    binary: &'static str,
     args: &[String],
 ) -> anyhow::Result<Process> {
-    let path = layout.bin.join(binary);
+    std::fs::File::create(layout.log(name))
+        .with_context(|| format!("creating {}", layout.log(name).display()))?;
+    respawn(
+        layout,
+        &Spec {
+            name,
+            binary,
+            args: args.to_vec(),
+        },
+    )
+}
+
+/// Starts `spec` (again), appending to its log.
+pub(crate) fn respawn(layout: &Layout, spec: &Spec) -> anyhow::Result<Process> {
+    let name = spec.name;
+    let path = layout.bin.join(spec.binary);
     if !path.exists() {
         bail!(
             "{} not found: build it first (e2e/local/run.sh builds every binary)",
             path.display()
         );
     }
-    let log = std::fs::File::create(layout.log(name))
-        .with_context(|| format!("creating {}", layout.log(name).display()))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(layout.log(name))
+        .with_context(|| format!("opening {}", layout.log(name).display()))?;
     let child = Command::new(&path)
-        .args(args)
+        .args(&spec.args)
         .env("KUBECONFIG", layout.kubeconfig())
         .env(
             "RUST_LOG",
@@ -78,7 +113,11 @@ fn spawn(
         .spawn()
         .with_context(|| format!("starting {}", path.display()))?;
     tracing::info!(process = name, pid = child.id(), log = %layout.log(name).display(), "started");
-    Ok(Process { name, child })
+    Ok(Process {
+        name,
+        child,
+        spec: spec.clone(),
+    })
 }
 
 async fn wait_ready(url: &str) -> anyhow::Result<()> {
@@ -94,7 +133,7 @@ async fn wait_ready(url: &str) -> anyhow::Result<()> {
 }
 
 /// Asks a process to stop as Ctrl-C would (SIGINT), then kills it after 5 s.
-async fn stop(process: &mut Process) {
+pub(crate) async fn stop_process(process: &mut Process) {
     if let Some(pid) = process.child.id() {
         let _ = Command::new("kill")
             .args(["-INT", &pid.to_string()])
@@ -110,7 +149,7 @@ async fn stop(process: &mut Process) {
     tracing::info!(process = process.name, "stopped");
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
@@ -151,18 +190,22 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
     let applied_manifests =
         apply::apply_path(&client, &stack::manifests().join("deviceclass.yaml")).await?;
     tracing::info!(objects = ?applied.iter().chain(&applied_manifests).collect::<Vec<_>>(), "applied the NodeGroup CRD, the example NodeGroups and the DeviceClass");
+    let mut provider_args = vec![
+        "--listen".into(),
+        layout.provider.to_string(),
+        "--state-file".into(),
+        layout.dir.join("provider-state.json").display().to_string(),
+        "--log-format".into(),
+        layout.log_format.clone(),
+    ];
+    if let Some(config) = &layout.provider_config {
+        provider_args.extend(["--config".into(), config.display().to_string()]);
+    }
     processes.push(spawn(
         layout,
         "provider",
         "dra-provider-fake",
-        &[
-            "--listen".into(),
-            layout.provider.to_string(),
-            "--state-file".into(),
-            layout.dir.join("provider-state.json").display().to_string(),
-            "--log-format".into(),
-            layout.log_format.clone(),
-        ],
+        &provider_args,
     )?);
     processes.push(spawn(
         layout,
@@ -170,21 +213,23 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
         "dra-fake-scheduler",
         &["--log-format".into(), layout.log_format.clone()],
     )?);
+    let mut controller_args = vec![
+        "run".into(),
+        "--provider".into(),
+        format!("fake=http://{}", layout.provider),
+        "--listen-address".into(),
+        layout.autoscaler_health.to_string(),
+        "--scan-interval".into(),
+        layout.scan_interval.clone(),
+        "--log-format".into(),
+        layout.log_format.clone(),
+    ];
+    controller_args.extend(layout.controller_args.iter().cloned());
     processes.push(spawn(
         layout,
         "autoscaler",
         "dra-autoscaler",
-        &[
-            "run".into(),
-            "--provider".into(),
-            format!("fake=http://{}", layout.provider),
-            "--listen-address".into(),
-            layout.autoscaler_health.to_string(),
-            "--scan-interval".into(),
-            layout.scan_interval.clone(),
-            "--log-format".into(),
-            layout.log_format.clone(),
-        ],
+        &controller_args,
     )?);
     println!(
         "\nThe local stack is up. Logs: {logs}/{{apiserver,provider,scheduler,autoscaler}}.log\n\n  \
@@ -194,6 +239,10 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
          kubectl get pods -o wide -w\n  \
          kubectl describe pod llm-train-0\n\n\
          Metrics and health of dra-autoscaler: http://{health}/metrics\n\
+         One process at a time (the others keep running; one that dies is reported):\n  \
+         dra-local-stack restart controller      (or stop/start; apiserver, provider, scheduler)\n  \
+         kill -9 $(cat {dir}/pids/autoscaler.pid) (a controller crash)\n  \
+         dra-local-stack status\n\
          Ctrl-C stops everything (the API stand-in keeps its objects in {dir}).",
         logs = layout.dir.join("logs").display(),
         kubeconfig = layout.kubeconfig().display(),
@@ -201,30 +250,5 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
         health = layout.autoscaler_health,
         dir = layout.dir.display(),
     );
-    let died = loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break None,
-            () = tokio::time::sleep(Duration::from_millis(500)) => {
-                let mut died = None;
-                for p in &mut processes {
-                    if let Ok(Some(status)) = p.child.try_wait() {
-                        died = Some((p.name, status));
-                    }
-                }
-                if died.is_some() {
-                    break died;
-                }
-            }
-        }
-    };
-    if let Some((name, status)) = died {
-        eprintln!(
-            "{name} exited ({status}); last lines of its log:\n{}",
-            tail(&layout.log(name), 20)
-        );
-    }
-    for process in processes.iter_mut().rev() {
-        stop(process).await;
-    }
-    Ok(())
+    crate::supervise::run(layout, processes).await
 }
