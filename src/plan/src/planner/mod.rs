@@ -315,7 +315,15 @@ fn run(
         })
         .collect();
     planner.report_consumers(&stand_ins, &mut report);
-    stand_ins.report(&mut report, &booked, options.now);
+    let upcoming: BTreeMap<String, String> = planner.snapshot.nodes()
+        [planner.cluster_nodes..planner.upcoming_end]
+        .iter()
+        .filter_map(|n| {
+            let group = n.metadata.labels.as_ref()?.get(dra_api::NODE_GROUP_LABEL)?;
+            Some((n.metadata.name.clone()?, group.clone()))
+        })
+        .collect();
+    stand_ins.report(&mut report, &booked, &upcoming, options.now);
     (report, planner.snapshot, planner.names)
 }
 

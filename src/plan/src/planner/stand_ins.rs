@@ -181,10 +181,13 @@ impl StandIns {
 
     /// Adds the `provisioningRequests` and `capacityBuffers` entries to
     /// `report`, from how their gangs and pods were planned.
+    /// `upcoming` maps the names of the nodes standing for upcoming ones to
+    /// their groups.
     pub(super) fn report(
         &self,
         report: &mut PlanReport,
         booked: &BTreeMap<usize, Option<Vec<String>>>,
+        upcoming: &BTreeMap<String, String>,
         now: Option<Timestamp>,
     ) {
         let pods: BTreeMap<&str, &PodReport> =
@@ -205,6 +208,14 @@ impl StandIns {
             let planned = provreq::Planned {
                 lands: gang_report.is_some_and(|g| g.outcome == GangOutcome::Lands),
                 new_nodes,
+                placed: gang_report.map_or_else(Vec::new, |g| {
+                    where_placed(
+                        g.members
+                            .iter()
+                            .filter_map(|m| pods.get(m.to_string().as_str()).copied()),
+                        upcoming,
+                    )
+                }),
                 reasons: gang_report.map_or(&[], |g| g.reasons.as_slice()),
                 booked: booked.get(&i).and_then(Option::as_ref).map_or(0, Vec::len),
                 booked_nodes: booked
@@ -234,6 +245,50 @@ impl StandIns {
         report.provisioning_requests = requests;
         report.capacity_buffers = buffers;
     }
+}
+
+/// Where `pods` landed, as people read it: per group, how many new nodes and how
+/// many upcoming ones, then the existing nodes by name (each node once).
+fn where_placed<'a>(
+    pods: impl Iterator<Item = &'a PodReport>,
+    upcoming: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut new: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    let mut booting: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    let mut existing: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    for pod in pods {
+        let Some(node) = pod.node.as_deref() else {
+            continue;
+        };
+        match (pod.outcome, pod.node_group.as_deref(), upcoming.get(node)) {
+            (Outcome::FitsNewNode, Some(group), _) => {
+                new.entry(group).or_default().insert(node);
+            }
+            (Outcome::Fits, _, Some(group)) => {
+                booting.entry(group).or_default().insert(node);
+            }
+            (Outcome::Fits, _, None) => {
+                existing.insert(node);
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<String> = new
+        .iter()
+        .map(|(group, nodes)| format!("{} new node(s) of group {group}", nodes.len()))
+        .collect();
+    out.extend(
+        booting
+            .iter()
+            .map(|(group, nodes)| format!("{} upcoming node(s) of group {group}", nodes.len())),
+    );
+    if !existing.is_empty() {
+        out.push(format!(
+            "existing node(s) {}",
+            existing.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    out
 }
 
 impl Planner<'_> {

@@ -579,6 +579,9 @@ pub(crate) fn booking_expired(since: Option<Timestamp>, now: Option<Timestamp>) 
 pub(crate) struct Planned<'a> {
     pub(crate) lands: bool,
     pub(crate) new_nodes: bool,
+    /// Where its pods landed, as people read it (`2 new node(s) of group g`,
+    /// `existing node(s) a, b`), for the `Provisioned=True` message.
+    pub(crate) placed: Vec<String>,
     pub(crate) reasons: &'a [String],
     pub(crate) booked: usize,
     pub(crate) booked_nodes: Vec<String>,
@@ -693,21 +696,26 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
         }
         Stage::Plan if planned.lands => {
             out.outcome = RequestOutcome::Provisioned;
-            out.condition = Some(if planned.new_nodes {
-                Condition::new(
-                    condition::PROVISIONED,
-                    true,
-                    reason::CAPACITY_IS_PROVISIONED,
-                    "Capacity is found in the cluster",
-                )
+            // Upstream's message, then where: which groups and how many nodes.
+            let message = if planned.placed.is_empty() {
+                "Capacity is found in the cluster".to_string()
             } else {
-                Condition::new(
-                    condition::PROVISIONED,
-                    true,
-                    reason::CAPACITY_IS_FOUND,
-                    "Capacity is found in the cluster",
+                format!(
+                    "Capacity is found in the cluster: {}",
+                    planned.placed.join(", ")
                 )
-            });
+            };
+            let reason = if planned.new_nodes {
+                reason::CAPACITY_IS_PROVISIONED
+            } else {
+                reason::CAPACITY_IS_FOUND
+            };
+            out.condition = Some(Condition::new(
+                condition::PROVISIONED,
+                true,
+                reason,
+                message,
+            ));
         }
         Stage::Plan => {
             out.reasons = planned.reasons.to_vec();
