@@ -343,6 +343,7 @@ impl Autoscaler {
         for notice in notices::for_plan(&report, &outcomes, &held_back, &refs) {
             self.events.publish(&notice, now).await;
         }
+        self.log_waiting_gangs(&report, &held_back, now);
         summary.stand_ins = self
             .stand_ins
             .write(
@@ -376,6 +377,32 @@ impl Autoscaler {
         summary.report = Some(report);
         self.finish(started, now);
         summary
+    }
+
+    /// Says at info why each gang no group can land waits, as its `NotTriggerScaleUp` Event
+    /// does: once, then again when the reasons change or after the Events' dedup window, so an
+    /// operator reading the log sees a stuck gang without a loop's worth of lines each scan.
+    fn log_waiting_gangs(&self, report: &PlanReport, held_back: &[String], now: Timestamp) {
+        for gang in report
+            .pod_groups
+            .iter()
+            .filter(|g| g.outcome == GangOutcome::Waits && g.api.is_gang())
+        {
+            let mut reasons = gang.reasons.clone();
+            reasons.extend(held_back.iter().cloned());
+            let reasons = reasons.join("; ");
+            let name = gang.pod_group.to_string();
+            if self.events.is_news(&name, "log:waiting", &reasons, now) {
+                tracing::info!(
+                    gang = %name,
+                    api = ?gang.api,
+                    min_count = gang.min_count,
+                    pending = gang.members.len(),
+                    %reasons,
+                    "gang waits: no node group can land it whole"
+                );
+            }
+        }
     }
 
     fn provreq_backoff(&self) -> std::sync::MutexGuard<'_, dra_plan::provreq::RetryBackoff> {
