@@ -66,7 +66,7 @@ pub(crate) struct Process {
 }
 
 /// Starts a process of the stack with a fresh log file.
-fn spawn(
+pub(crate) fn spawn(
     layout: &Layout,
     name: &'static str,
     binary: &'static str,
@@ -250,5 +250,8 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
         health = layout.autoscaler_health,
         dir = layout.dir.display(),
     );
-    crate::supervise::run(layout, processes).await
+    crate::supervise::run(layout, processes, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
 }

@@ -137,12 +137,18 @@ struct Slot {
     template: Spec,
 }
 
-/// Runs until Ctrl-C: reports a process that dies and leaves the others running, and carries
-/// out the requests of [`request`]. Stops every process, last started first, at the end.
+/// Runs until `shutdown` (Ctrl-C for `up`): reports a process that dies and leaves the others
+/// running, and carries out the requests of [`request`]. Stops every process, last started
+/// first, at the end.
 ///
 /// # Errors
 /// The control directory cannot be made.
-pub(crate) async fn run(layout: &Layout, processes: Vec<Process>) -> anyhow::Result<()> {
+pub(crate) async fn run(
+    layout: &Layout,
+    processes: Vec<Process>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    tokio::pin!(shutdown);
     let control = control_dir(&layout.dir);
     std::fs::create_dir_all(&control).with_context(|| format!("creating {}", control.display()))?;
     let mut slots: Vec<Slot> = processes
@@ -158,7 +164,7 @@ pub(crate) async fn run(layout: &Layout, processes: Vec<Process>) -> anyhow::Res
         .collect();
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
+            () = &mut shutdown => break,
             () = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
         for slot in &mut slots {
@@ -223,6 +229,135 @@ async fn carry_out(layout: &Layout, slot: &mut Slot, action: Action) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::processes::spawn;
+
+    /// A stack whose four "binaries" are shell scripts that sleep, in a fresh directory.
+    fn fake_stack(name: &str) -> Layout {
+        let dir =
+            std::env::temp_dir().join(format!("dra-local-stack-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap_or_default();
+        std::fs::create_dir_all(dir.join("logs")).unwrap_or_default();
+        for binary in [
+            "dra-fake-apiserver",
+            "dra-provider-fake",
+            "dra-fake-scheduler",
+            "dra-autoscaler",
+        ] {
+            let path = bin.join(binary);
+            std::fs::write(&path, "#!/bin/sh\necho started \"$@\"\nexec sleep 600\n")
+                .unwrap_or_default();
+            let _ = std::process::Command::new("chmod")
+                .arg("+x")
+                .arg(&path)
+                .status();
+        }
+        Layout {
+            dir,
+            bin,
+            api_port: 0,
+            provider: "127.0.0.1:0"
+                .parse()
+                .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
+            autoscaler_health: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            scan_interval: "1s".into(),
+            log_format: "text".into(),
+            controller_args: Vec::new(),
+            provider_config: None,
+        }
+    }
+
+    fn pid(dir: &Path, name: &str) -> Option<u32> {
+        std::fs::read_to_string(pid_file(dir, name))
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+    }
+
+    fn alive(pid: Option<u32>) -> bool {
+        pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
+    }
+
+    async fn eventually(what: &str, check: impl Fn() -> bool) {
+        for _ in 0..100 {
+            if check() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{what}: not within 10 s");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_process_dies_or_restarts_and_the_others_keep_running() {
+        let layout = fake_stack("supervise");
+        let dir = layout.dir.clone();
+        let processes = vec![
+            spawn(&layout, "apiserver", "dra-fake-apiserver", &[]).unwrap(),
+            spawn(&layout, "provider", "dra-provider-fake", &[]).unwrap(),
+            spawn(&layout, "scheduler", "dra-fake-scheduler", &[]).unwrap(),
+            spawn(&layout, "autoscaler", "dra-autoscaler", &["run".into()]).unwrap(),
+        ];
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let supervisor = {
+            let layout = layout.clone();
+            tokio::spawn(async move {
+                run(&layout, processes, async {
+                    let _ = stopped.await;
+                })
+                .await
+            })
+        };
+        eventually("every pid recorded", || {
+            ["apiserver", "provider", "scheduler", "autoscaler"]
+                .iter()
+                .all(|n| alive(pid(&dir, n)))
+        })
+        .await;
+        let before: Vec<Option<u32>> = ["apiserver", "provider", "scheduler"]
+            .iter()
+            .map(|n| pid(&dir, n))
+            .collect();
+
+        // The controller crashes (kill -9): reported, the others keep running.
+        let controller = pid(&dir, "autoscaler");
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &controller.unwrap_or_default().to_string()])
+            .status();
+        eventually("the dead controller's pid forgotten", || {
+            pid(&dir, "autoscaler").is_none()
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        for (name, was) in ["apiserver", "provider", "scheduler"].iter().zip(&before) {
+            assert_eq!(&pid(&dir, name), was, "{name} untouched");
+            assert!(alive(*was), "{name} still running");
+        }
+
+        // Started again alone, with its first arguments.
+        request(&dir, Action::Start, "controller").await.unwrap();
+        let restarted = pid(&dir, "autoscaler");
+        assert!(alive(restarted) && restarted != controller, "{restarted:?}");
+        let log = std::fs::read_to_string(layout.log("autoscaler")).unwrap_or_default();
+        assert_eq!(log.matches("started run").count(), 2, "{log}");
+
+        // The provider restarted: a new process, the others as they were.
+        request(&dir, Action::Restart, "provider").await.unwrap();
+        let provider = pid(&dir, "provider");
+        assert!(alive(provider) && provider != before[1], "{provider:?}");
+        assert!(!alive(before[1]), "the old provider stopped");
+        assert_eq!(pid(&dir, "apiserver"), before[0]);
+        assert_eq!(pid(&dir, "autoscaler"), restarted);
+
+        // Stopped alone, then everything at the end.
+        request(&dir, Action::Stop, "scheduler").await.unwrap();
+        assert!(!alive(before[2]) && pid(&dir, "scheduler").is_none());
+        assert!(alive(pid(&dir, "apiserver")));
+        let _ = stop.send(());
+        supervisor.await.unwrap().unwrap();
+        assert!(!alive(before[0]) && !alive(provider) && !alive(restarted));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn commands_name_the_controller_either_way_and_refuse_unknown_processes() {
