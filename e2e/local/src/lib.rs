@@ -12,7 +12,9 @@
 
 pub mod apply;
 pub mod processes;
+pub mod real;
 pub mod stack;
 pub mod supervise;
 
-pub use stack::{Stack, StackOptions, manifests, node_group_examples};
+pub use real::RealCluster;
+pub use stack::{Backend, Stack, StackOptions, manifests, node_group_examples};

@@ -46,6 +46,11 @@ enum Command {
         /// Log format of every process: text or json.
         #[arg(long, default_value = "text")]
         log_format: LogFormat,
+        /// Run on the real control plane (kube-apiserver, kube-scheduler and
+        /// kube-controller-manager v1.37.2 built from Go modules by e2e/cluster/build.sh)
+        /// instead of the API and scheduler stand-ins.
+        #[arg(long)]
+        real: bool,
         /// The fake provider's config file (faults, timings such as `sliceDelayMs`).
         #[arg(long)]
         provider_config: Option<PathBuf>,
@@ -116,6 +121,7 @@ async fn main() -> anyhow::Result<()> {
             log_format,
             provider_config,
             controller_args,
+            real,
         } => {
             logging::init(log_format)?;
             let bin = match bin {
@@ -135,6 +141,7 @@ async fn main() -> anyhow::Result<()> {
                 log_format: log_format.to_string(),
                 controller_args,
                 provider_config,
+                real,
             };
             processes::up(&layout).await
         }

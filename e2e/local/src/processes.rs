@@ -3,6 +3,11 @@
 //! scheduler stand-in, `dra-autoscaler run`), supervised one at a time (see
 //! [`crate::supervise`]: one that dies leaves the others running, and each can be stopped,
 //! started or restarted alone) and stopped together on Ctrl-C.
+//!
+//! With `--real`, the API and scheduler stand-ins give way to the real control plane
+//! (`e2e/cluster/up.sh`: etcd, kube-apiserver, kube-scheduler, kube-controller-manager), and
+//! the fake provider and `dra-autoscaler run` act as the chart's ServiceAccounts (supervised
+//! the same way; the control plane is `e2e/cluster`'s).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -12,6 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use tokio::process::{Child, Command};
 
+use crate::real::{self, RealCluster};
 use crate::{apply, stack};
 
 /// Where the processes listen and write.
@@ -35,6 +41,8 @@ pub struct Layout {
     pub controller_args: Vec<String>,
     /// The fake provider's config file (faults, timings such as `sliceDelayMs`), if any.
     pub provider_config: Option<PathBuf>,
+    /// Run on the real control plane instead of the API and scheduler stand-ins.
+    pub real: bool,
 }
 
 impl Layout {
@@ -49,12 +57,15 @@ impl Layout {
     }
 }
 
-/// How a process is started: its name, binary and arguments.
+/// How a process is started: its name, binary, arguments and kubeconfig.
 #[derive(Debug, Clone)]
 pub(crate) struct Spec {
     pub(crate) name: &'static str,
     binary: &'static str,
     args: Vec<String>,
+    /// The kubeconfig it gets (`KUBECONFIG`): the stack's, or a ServiceAccount's on the real
+    /// control plane.
+    kubeconfig: PathBuf,
 }
 
 /// One started process.
@@ -65,12 +76,23 @@ pub(crate) struct Process {
     pub(crate) spec: Spec,
 }
 
-/// Starts a process of the stack with a fresh log file.
+/// Starts a process of the stack with the stack's kubeconfig and a fresh log file.
 pub(crate) fn spawn(
     layout: &Layout,
     name: &'static str,
     binary: &'static str,
     args: &[String],
+) -> anyhow::Result<Process> {
+    spawn_with(layout, name, binary, args, &layout.kubeconfig())
+}
+
+/// Starts a process of the stack with `kubeconfig` and a fresh log file.
+fn spawn_with(
+    layout: &Layout,
+    name: &'static str,
+    binary: &'static str,
+    args: &[String],
+    kubeconfig: &Path,
 ) -> anyhow::Result<Process> {
     std::fs::File::create(layout.log(name))
         .with_context(|| format!("creating {}", layout.log(name).display()))?;
@@ -80,6 +102,7 @@ pub(crate) fn spawn(
             name,
             binary,
             args: args.to_vec(),
+            kubeconfig: kubeconfig.to_path_buf(),
         },
     )
 }
@@ -101,7 +124,7 @@ pub(crate) fn respawn(layout: &Layout, spec: &Spec) -> anyhow::Result<Process> {
         .with_context(|| format!("opening {}", layout.log(name).display()))?;
     let child = Command::new(&path)
         .args(&spec.args)
-        .env("KUBECONFIG", layout.kubeconfig())
+        .env("KUBECONFIG", &spec.kubeconfig)
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
@@ -162,6 +185,9 @@ pub(crate) fn tail(path: &Path, lines: usize) -> String {
 pub async fn up(layout: &Layout) -> anyhow::Result<()> {
     std::fs::create_dir_all(layout.dir.join("logs"))
         .with_context(|| format!("creating {}", layout.dir.display()))?;
+    if layout.real {
+        return up_real(layout).await;
+    }
     let url = format!("http://127.0.0.1:{}", layout.api_port);
     let mut processes = Vec::new();
     processes.push(spawn(
@@ -181,6 +207,7 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
                 .to_string(),
             "--log-format".into(),
             layout.log_format.clone(),
+            "--taint-new-nodes".into(),
         ],
     )?);
     wait_ready(&url).await?;
@@ -190,22 +217,11 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
     let applied_manifests =
         apply::apply_path(&client, &stack::manifests().join("deviceclass.yaml")).await?;
     tracing::info!(objects = ?applied.iter().chain(&applied_manifests).collect::<Vec<_>>(), "applied the NodeGroup CRD, the example NodeGroups and the DeviceClass");
-    let mut provider_args = vec![
-        "--listen".into(),
-        layout.provider.to_string(),
-        "--state-file".into(),
-        layout.dir.join("provider-state.json").display().to_string(),
-        "--log-format".into(),
-        layout.log_format.clone(),
-    ];
-    if let Some(config) = &layout.provider_config {
-        provider_args.extend(["--config".into(), config.display().to_string()]);
-    }
     processes.push(spawn(
         layout,
         "provider",
         "dra-provider-fake",
-        &provider_args,
+        &provider_args(layout),
     )?);
     processes.push(spawn(
         layout,
@@ -213,23 +229,11 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
         "dra-fake-scheduler",
         &["--log-format".into(), layout.log_format.clone()],
     )?);
-    let mut controller_args = vec![
-        "run".into(),
-        "--provider".into(),
-        format!("fake=http://{}", layout.provider),
-        "--listen-address".into(),
-        layout.autoscaler_health.to_string(),
-        "--scan-interval".into(),
-        layout.scan_interval.clone(),
-        "--log-format".into(),
-        layout.log_format.clone(),
-    ];
-    controller_args.extend(layout.controller_args.iter().cloned());
     processes.push(spawn(
         layout,
         "autoscaler",
         "dra-autoscaler",
-        &controller_args,
+        &controller_args(layout, &[]),
     )?);
     println!(
         "\nThe local stack is up. Logs: {logs}/{{apiserver,provider,scheduler,autoscaler}}.log\n\n  \
@@ -254,4 +258,121 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await
+}
+
+/// `up --real`: the real control plane, then the fake provider and `dra-autoscaler run` as the
+/// chart's ServiceAccounts.
+async fn up_real(layout: &Layout) -> anyhow::Result<()> {
+    let cluster_dir = layout.dir.join("cluster");
+    tracing::info!(dir = %cluster_dir.display(), "starting the real control plane (e2e/cluster/up.sh; the first run builds Kubernetes, ~10 minutes)");
+    let cluster = RealCluster::start(&cluster_dir, "").await?;
+    let admin = cluster.admin_client().await?;
+    cluster.register_control_plane_node().await?;
+    apply::apply_crd(&admin).await?;
+    cluster
+        .install_chart_rbac(&["fakeProvider.enabled=true"])
+        .await
+        .context("installing the chart's RBAC")?;
+    let applied = apply::apply_path(&admin, &stack::node_group_examples()).await?;
+    let applied_manifests =
+        apply::apply_path(&admin, &stack::manifests().join("deviceclass.yaml")).await?;
+    tracing::info!(objects = ?applied.iter().chain(&applied_manifests).collect::<Vec<_>>(), "applied the NodeGroup CRD, the chart's RBAC, the example NodeGroups and the DeviceClass");
+    let provider_kubeconfig = layout.dir.join("provider.kubeconfig");
+    cluster
+        .write_service_account_kubeconfig(
+            real::RELEASE_NAMESPACE,
+            stack::FAKE_PROVIDER_ACCOUNT,
+            &provider_kubeconfig,
+        )
+        .await?;
+    let controller_kubeconfig = layout.dir.join("autoscaler.kubeconfig");
+    cluster
+        .write_service_account_kubeconfig(
+            real::RELEASE_NAMESPACE,
+            stack::CONTROLLER_ACCOUNT,
+            &controller_kubeconfig,
+        )
+        .await?;
+    let processes = vec![
+        spawn_with(
+            layout,
+            "provider",
+            "dra-provider-fake",
+            &provider_args(layout),
+            &provider_kubeconfig,
+        )?,
+        spawn_with(
+            layout,
+            "autoscaler",
+            "dra-autoscaler",
+            &controller_args(
+                layout,
+                &["--lease-namespace".into(), real::RELEASE_NAMESPACE.into()],
+            ),
+            &controller_kubeconfig,
+        )?,
+    ];
+    println!(
+        "\nThe local stack is up on the real control plane (kube-apiserver, kube-scheduler and \
+         kube-controller-manager v1.37.2).\nLogs: {logs}/{{provider,autoscaler}}.log and \
+         {cluster_logs}/\n\n  \
+         export KUBECONFIG={kubeconfig}\n  \
+         kubectl get nodegroups\n  \
+         kubectl apply -f {manifests}/training-gang.yaml\n  \
+         kubectl get pods -o wide -w\n  \
+         kubectl get events --sort-by=.metadata.creationTimestamp\n\n\
+         Metrics and health of dra-autoscaler: http://{health}/metrics\n\
+         One process at a time (the others keep running; one that dies is reported):\n  \
+         dra-local-stack restart controller      (or stop/start; provider)\n  \
+         kill -9 $(cat {dir}/pids/autoscaler.pid) (a controller crash)\n  \
+         dra-local-stack status\n\
+         Ctrl-C stops everything.",
+        dir = layout.dir.display(),
+        logs = layout.dir.join("logs").display(),
+        cluster_logs = cluster.dir().join("logs").display(),
+        kubeconfig = cluster.kubeconfig().display(),
+        manifests = stack::manifests().display(),
+        health = layout.autoscaler_health,
+    );
+    let supervised = crate::supervise::run(layout, processes, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await;
+    cluster.stop();
+    supervised
+}
+
+/// The fake provider's arguments.
+fn provider_args(layout: &Layout) -> Vec<String> {
+    let mut args = vec![
+        "--listen".into(),
+        layout.provider.to_string(),
+        "--state-file".into(),
+        layout.dir.join("provider-state.json").display().to_string(),
+        "--log-format".into(),
+        layout.log_format.clone(),
+    ];
+    if let Some(config) = &layout.provider_config {
+        args.extend(["--config".into(), config.display().to_string()]);
+    }
+    args
+}
+
+/// `dra-autoscaler run`'s arguments: the stack's, `backend`'s, then the operator's (last, so
+/// they win).
+fn controller_args(layout: &Layout, backend: &[String]) -> Vec<String> {
+    let mut args = vec![
+        "run".into(),
+        "--provider".into(),
+        format!("fake=http://{}", layout.provider),
+        "--listen-address".into(),
+        layout.autoscaler_health.to_string(),
+        "--scan-interval".into(),
+        layout.scan_interval.clone(),
+        "--log-format".into(),
+        layout.log_format.clone(),
+    ];
+    args.extend(backend.iter().cloned());
+    args.extend(layout.controller_args.iter().cloned());
+    args
 }

@@ -196,6 +196,7 @@ pub(crate) async fn run(
                 let _ = std::fs::remove_file(&file);
             }
         }
+        refuse_others(&control, &slots);
     }
     for slot in slots.iter_mut().rev() {
         if let Some(mut process) = slot.running.take() {
@@ -205,6 +206,29 @@ pub(crate) async fn run(
     }
     let _ = std::fs::remove_dir_all(&control);
     Ok(())
+}
+
+/// Answers requests for processes this stack does not run (the API server and scheduler of
+/// `up --real` are the real control plane's): says so and drops them.
+fn refuse_others(control: &Path, slots: &[Slot]) {
+    let Ok(entries) = std::fs::read_dir(control) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let ours = slots.iter().any(|slot| {
+            [Action::Stop, Action::Start, Action::Restart]
+                .iter()
+                .any(|action| file == format!("{}-{}", action.as_str(), slot.name))
+        });
+        if !ours {
+            eprintln!(
+                "request {file:?} ignored: this stack runs only {}",
+                slots.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            );
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 async fn carry_out(layout: &Layout, slot: &mut Slot, action: Action) {
@@ -265,6 +289,7 @@ mod tests {
             log_format: "text".into(),
             controller_args: Vec::new(),
             provider_config: None,
+            real: false,
         }
     }
 

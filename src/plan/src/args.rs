@@ -154,6 +154,7 @@ impl PlanArgs {
     /// # Errors
     /// A flag value clap did not check (set by hand) that does not apply.
     pub fn gates(&self, version: KubeVersion) -> Result<FeatureGates, GateError> {
+        FeatureGates::check_flag_for(version, &self.feature_gates)?;
         let mut gates = FeatureGates::for_version(version);
         gates.apply_flag(&self.feature_gates)?;
         gates.set_dra_filter_timeout(self.dra_filter_timeout)?;
@@ -173,6 +174,7 @@ impl PlanArgs {
         version: KubeVersion,
         found: &GangApisFound,
     ) -> Result<ResolvedGates, GateError> {
+        FeatureGates::check_flag_for(version, &self.feature_gates)?;
         let mut resolved =
             found.resolve_gates(FeatureGates::for_version(version), &self.feature_gates)?;
         resolved

@@ -50,6 +50,17 @@ pub enum GateError {
     /// The gate name is not one kube-scheduler knows for DRA or gangs.
     #[error("unknown feature gate {0:?}; known gates: {known}", known = FeatureGates::NAMES.join(", "))]
     UnknownGate(String),
+    /// The gate is one kube-scheduler knew in other releases, not in this one: its
+    /// scheduler refuses to start with it ("unrecognized feature gate").
+    #[error("feature gate {gate:?} does not exist in Kubernetes {version}: {why}")]
+    NotInVersion {
+        /// The gate.
+        gate: String,
+        /// The release (`1.37`).
+        version: String,
+        /// What became of it.
+        why: &'static str,
+    },
     /// A negative `filterTimeout`.
     #[error("invalid DRA filter timeout {0}: must not be negative (0s disables it)")]
     NegativeTimeout(String),
@@ -182,8 +193,10 @@ impl FeatureGates {
             device_binding_conditions: m >= 36,
             resource_claim_device_status: true,
             consumable_capacity: m >= 36,
-            // Beta and on in 1.37.
-            fractional_capacity_range: m >= 37,
+            // Beta in 1.37, but on only with --min-compatibility-version 1.37: a 1.37
+            // scheduler's default compatibility version is 1.36, so it is off (its
+            // `--help`: "default=false, or default=true if --min-compatibility-version>=1.37").
+            fractional_capacity_range: false,
             list_type_attributes: false,
             extended_resource: m >= 36,
             device_compatibility_groups: false,
@@ -231,6 +244,34 @@ impl FeatureGates {
     #[must_use]
     pub fn binding_and_status(&self) -> bool {
         self.device_binding_conditions && self.resource_claim_device_status
+    }
+
+    /// Whether kube-scheduler of `version` has gate `name`: every name of
+    /// [`FeatureGates::NAMES`] except `GangScheduling` from 1.37, where it was merged
+    /// into `GenericWorkload` and the scheduler refuses it as unrecognized.
+    #[must_use]
+    pub fn exists_in(name: &str, version: KubeVersion) -> bool {
+        Self::NAMES.contains(&name) && !(name == "GangScheduling" && version.minor >= 37)
+    }
+
+    /// Refuses, as `version`'s scheduler does, a `--feature-gates` list that names a gate
+    /// that release does not have. Malformed and unknown entries are left to
+    /// [`FeatureGates::apply_flag`].
+    ///
+    /// # Errors
+    /// [`GateError::NotInVersion`] for the first such gate.
+    pub fn check_flag_for(version: KubeVersion, flag: &str) -> Result<(), GateError> {
+        for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let name = entry.split_once('=').map_or(entry, |(name, _)| name).trim();
+            if Self::NAMES.contains(&name) && !Self::exists_in(name, version) {
+                return Err(GateError::NotInVersion {
+                    gate: name.to_owned(),
+                    version: version.to_string(),
+                    why: "merged into GenericWorkload, which alone turns gang scheduling on",
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Reads one gate by its upstream name.
@@ -299,6 +340,30 @@ impl FeatureGates {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gang_scheduling_is_refused_from_1_37_where_the_scheduler_no_longer_knows_it() {
+        // kube-scheduler 1.37.2: "unrecognized feature gate: GangScheduling".
+        let v37 = KubeVersion { minor: 37 };
+        assert!(!FeatureGates::exists_in("GangScheduling", v37));
+        assert!(matches!(
+            FeatureGates::check_flag_for(v37, "GenericWorkload=true, GangScheduling=true"),
+            Err(GateError::NotInVersion { gate, .. }) if gate == "GangScheduling"
+        ));
+        let v36 = KubeVersion { minor: 36 };
+        assert!(FeatureGates::exists_in("GangScheduling", v36));
+        assert_eq!(
+            FeatureGates::check_flag_for(v36, "GenericWorkload=true,GangScheduling=true"),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn fractional_capacity_ranges_are_off_in_1_37_at_its_default_compatibility_version() {
+        // kube-scheduler 1.37.2 --help: "DRAFractionalCapacityRange=true|false (BETA -
+        // default=false), or ... (BETA - default=true) if --min-compatibility-version>=1.37".
+        assert!(!FeatureGates::for_version(KubeVersion { minor: 37 }).fractional_capacity_range);
+    }
 
     #[test]
     fn version_parsing_accepts_common_forms() {
