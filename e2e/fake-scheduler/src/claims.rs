@@ -1,11 +1,15 @@
 //! The ResourceClaim controller's share of the work: a pod's claims from templates are created
 //! (as `kube-controller-manager`'s resourceclaim controller does) and recorded in the pod's
-//! `status.resourceClaimStatuses`, so the scheduler finds real claims to allocate.
+//! `status.resourceClaimStatuses`, so the scheduler finds real claims to allocate; and claims
+//! are released when their pods go ([`releases`]), as that controller and the garbage collector
+//! release them, so a deleted GPU job's nodes become empty and can be scaled down.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimTemplate};
+use k8s_openapi::api::resource::v1::{
+    ResourceClaim, ResourceClaimConsumerReference, ResourceClaimTemplate,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 /// The annotation upstream puts on a generated claim: the pod claim it is for.
@@ -129,6 +133,98 @@ pub fn needed(
     out
 }
 
+/// What to do with a claim whose consumers are gone.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Release {
+    /// A claim generated for a pod that is gone (the garbage collector deletes the dependents
+    /// of a deleted owner) or done (the resourceclaim controller deletes it): delete it.
+    Delete {
+        /// The claim's namespace.
+        namespace: String,
+        /// The claim's name.
+        name: String,
+    },
+    /// Some pods it was reserved for are gone or done: keep the others; with none left, the
+    /// allocation is cleared too (a structured allocation is released by clearing it).
+    Unreserve {
+        /// The claim's namespace.
+        namespace: String,
+        /// The claim's name.
+        name: String,
+        /// The reservations left.
+        reserved_for: Vec<ResourceClaimConsumerReference>,
+        /// Clear `status.allocation`.
+        deallocate: bool,
+    },
+}
+
+/// Whether the pod will never run again: finished, or being deleted before it was scheduled
+/// (upstream's `isPodDone`).
+fn is_done(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    ) || (pod.metadata.deletion_timestamp.is_some()
+        && pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_none_or(str::is_empty))
+}
+
+/// The claims to release given every pod of the cluster, as kube-controller-manager does:
+/// the resourceclaim controller drops reservations of pods that are gone or done (clearing
+/// the allocation once none is left) and deletes a claim generated for a pod (its controller
+/// owner) once it is reserved for nothing and that pod is done or replaced by another of the
+/// same name; the garbage collector deletes a claim whose owning pod is gone.
+#[must_use]
+pub fn releases(claims: &[ResourceClaim], pods: &[Pod]) -> Vec<Release> {
+    let by_uid: BTreeMap<&str, &Pod> = pods
+        .iter()
+        .filter_map(|p| Some((p.metadata.uid.as_deref()?, p)))
+        .collect();
+    let live = |uid: &str| by_uid.get(uid).is_some_and(|p| !is_done(p));
+    let mut out = Vec::new();
+    for claim in claims {
+        let namespace = claim.metadata.namespace.clone().unwrap_or_default();
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let reserved: &[ResourceClaimConsumerReference] = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.reserved_for.as_deref())
+            .unwrap_or_default();
+        let valid: Vec<ResourceClaimConsumerReference> = reserved
+            .iter()
+            .filter(|r| r.resource != "pods" || live(&r.uid))
+            .cloned()
+            .collect();
+        let owner = claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true) && o.api_version == "v1" && o.kind == "Pod");
+        if valid.is_empty()
+            && let Some(owner) = owner
+            && !live(&owner.uid)
+        {
+            out.push(Release::Delete { namespace, name });
+        } else if valid.len() < reserved.len() {
+            let allocated = claim
+                .status
+                .as_ref()
+                .is_some_and(|s| s.allocation.is_some());
+            out.push(Release::Unreserve {
+                namespace,
+                name,
+                deallocate: valid.is_empty() && allocated,
+                reserved_for: valid,
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +303,74 @@ mod tests {
                 pod_claim: "gpu".into(),
                 name: "train-0-gpu-x7k2p".into()
             }
+        );
+    }
+
+    fn claim(name: &str, owner: Option<&str>, reserved_for: &[&str]) -> ResourceClaim {
+        let owners: Vec<serde_json::Value> = owner
+            .map(|uid| json!({"apiVersion": "v1", "kind": "Pod", "name": "train-0", "uid": uid, "controller": true}))
+            .into_iter()
+            .collect();
+        let reserved: Vec<serde_json::Value> = reserved_for
+            .iter()
+            .map(|uid| json!({"resource": "pods", "name": "train-0", "uid": uid}))
+            .collect();
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ml", "ownerReferences": owners},
+            "spec": {},
+            "status": {"allocation": {"devices": {"results": []}}, "reservedFor": reserved}
+        }))
+        .expect("claim")
+    }
+
+    #[test]
+    fn claims_are_released_when_their_pods_go_as_kube_controller_manager_releases_them() {
+        let running = pod();
+        let mut done = pod();
+        done.metadata.uid = Some("u-done".into());
+        done.status = Some(serde_json::from_value(json!({"phase": "Succeeded"})).expect("status"));
+        let pods = [running, done];
+        let claims = [
+            // Generated for a pod that is gone: the garbage collector deletes it.
+            claim("gone-gpu-1", Some("u-gone"), &["u-gone"]),
+            // Generated for a pod that finished: the resourceclaim controller deletes it.
+            claim("done-gpu-1", Some("u-done"), &["u-done"]),
+            // Generated for a running pod: kept.
+            claim("train-0-gpu-1", Some("u-0"), &["u-0"]),
+            // Shared by name, one consumer gone: unreserved, still allocated for the other.
+            claim("pool", None, &["u-0", "u-gone"]),
+            // Shared by name, its only consumer gone: unreserved and deallocated, kept.
+            claim("spare", None, &["u-gone"]),
+        ];
+        assert_eq!(
+            releases(&claims, &pods),
+            vec![
+                Release::Delete {
+                    namespace: "ml".into(),
+                    name: "gone-gpu-1".into()
+                },
+                Release::Delete {
+                    namespace: "ml".into(),
+                    name: "done-gpu-1".into()
+                },
+                Release::Unreserve {
+                    namespace: "ml".into(),
+                    name: "pool".into(),
+                    reserved_for: vec![
+                        serde_json::from_value(
+                            json!({"resource": "pods", "name": "train-0", "uid": "u-0"})
+                        )
+                        .expect("ref")
+                    ],
+                    deallocate: false,
+                },
+                Release::Unreserve {
+                    namespace: "ml".into(),
+                    name: "spare".into(),
+                    reserved_for: Vec::new(),
+                    deallocate: true,
+                },
+            ]
         );
     }
 }

@@ -4,7 +4,8 @@
 //! for end up Running on them.
 //!
 //! ```text
-//!  API server ──list──► run::cycle ──► claims (resourceclaim controller: claims from templates)
+//!  API server ──list──► run::cycle ──► claims (resourceclaim controller: claims from templates,
+//!                           │            released when their pods are gone or done)
 //!                           │
 //!                           ├──► decide (pure: dra-sim placement, dra-plan gangs)
 //!                           └──► writer: claim allocation, Binding, Running status,
@@ -12,7 +13,8 @@
 //! ```
 //!
 //! It also plays the two components a real cluster has around the scheduler: the ResourceClaim
-//! controller (claims from templates) and the kubelet's status report (phase Running, Ready
+//! controller (claims from templates, and released when their pods go, with the garbage
+//! collector's deletion of a deleted pod's claims) and the kubelet's status report (phase Running, Ready
 //! containers, pod IP). It does not preempt, and it schedules in cycles (every `--interval`)
 //! rather than from an event-driven queue.
 

@@ -36,6 +36,8 @@ pub struct Config {
 pub struct Summary {
     /// Claims created from templates.
     pub claims_created: usize,
+    /// Claims deleted or unreserved because their pods are gone or done.
+    pub claims_released: usize,
     /// Pods bound.
     pub bound: usize,
     /// Pods left pending.
@@ -210,6 +212,54 @@ async fn create_claims(client: &Client, objects: &ClusterObjects, summary: &mut 
     }
 }
 
+/// Releases the claims of pods that are gone or done (see [`claims::releases`]).
+async fn release_claims(client: &Client, objects: &ClusterObjects, summary: &mut Summary) {
+    for release in claims::releases(&objects.resource_claims, &objects.pods) {
+        match release {
+            claims::Release::Delete { namespace, name } => {
+                let api: Api<ResourceClaim> = Api::namespaced(client.clone(), &namespace);
+                match api.delete(&name, &kube::api::DeleteParams::default()).await {
+                    Ok(_) => {
+                        summary.claims_released += 1;
+                        tracing::info!(claim = %name, %namespace, "deleted a ResourceClaim whose pod is gone or done");
+                    }
+                    Err(kube::Error::Api(status)) if status.is_not_found() => {}
+                    Err(err) => {
+                        summary.failed_writes += 1;
+                        tracing::warn!(%err, claim = %name, "unable to delete a ResourceClaim");
+                    }
+                }
+            }
+            claims::Release::Unreserve {
+                namespace,
+                name,
+                reserved_for,
+                deallocate,
+            } => {
+                let api: Api<ResourceClaim> = Api::namespaced(client.clone(), &namespace);
+                let mut status = json!({"reservedFor": reserved_for});
+                if deallocate {
+                    status["allocation"] = serde_json::Value::Null;
+                }
+                let patch = json!({ "status": status });
+                match api
+                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => {
+                        summary.claims_released += 1;
+                        tracing::info!(claim = %name, %namespace, deallocate, "released a ResourceClaim reserved for pods that are gone");
+                    }
+                    Err(err) => {
+                        summary.failed_writes += 1;
+                        tracing::warn!(%err, claim = %name, "unable to release a ResourceClaim");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The node lifecycle controller's part (kube-controller-manager): lifts the
 /// `node.kubernetes.io/not-ready:NoSchedule` taint the API server gives every new Node once
 /// the node reports `Ready=True`. Returns whether any Node changed.
@@ -254,7 +304,8 @@ async fn lift_not_ready_taints(
     changed
 }
 
-/// One cycle: read, lift the not-ready taints of Ready nodes, create claims, decide, write.
+/// One cycle: read, lift the not-ready taints of Ready nodes, release the claims of pods that
+/// are gone, create claims, decide, write.
 ///
 /// # Errors
 /// The cluster could not be read (nothing was written).
@@ -267,8 +318,9 @@ pub async fn cycle(
     let mut summary = Summary::default();
     let mut objects = read(client, gang_apis).await?;
     let lifted = lift_not_ready_taints(client, &objects, &mut summary).await;
+    release_claims(client, &objects, &mut summary).await;
     create_claims(client, &objects, &mut summary).await;
-    if summary.claims_created > 0 || lifted {
+    if summary.claims_created > 0 || summary.claims_released > 0 || lifted {
         // The pods' claim statuses changed: decide on what the cluster holds now.
         objects = read(client, gang_apis).await?;
     }

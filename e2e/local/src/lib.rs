@@ -7,12 +7,14 @@
 //! * `dra-autoscaler run`.
 //!
 //! `dra-local-stack up` (what `e2e/local/run.sh` runs) starts them as processes with their
-//! own logs; [`Stack`] starts them in-process for tests, each stoppable on its own.
+//! own logs, supervised one at a time (`dra-local-stack stop|start|restart NAME`, `status`:
+//! [`supervise`]); [`Stack`] starts them in-process for tests, each stoppable on its own.
 
 pub mod apply;
 pub mod processes;
 pub mod real;
 pub mod stack;
+pub mod supervise;
 
 pub use real::RealCluster;
 pub use stack::{Backend, Stack, StackOptions, manifests, node_group_examples};

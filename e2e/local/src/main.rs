@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use dra_local_stack::processes::{self, Layout};
+use dra_local_stack::supervise::{self, Action};
 use dra_provider::logging::{self, LogFormat};
 
 /// The local stack: API stand-in, scheduler stand-in, fake provider and dra-autoscaler.
@@ -50,6 +51,59 @@ enum Command {
         /// instead of the API and scheduler stand-ins.
         #[arg(long)]
         real: bool,
+        /// The fake provider's config file (faults, timings such as `sliceDelayMs`).
+        #[arg(long)]
+        provider_config: Option<PathBuf>,
+        /// Flags for `dra-autoscaler run`, after `--` (e.g. `-- --scale-down-delay-after-add 0s`);
+        /// they come after the stack's own, so they win.
+        #[arg(last = true)]
+        controller_args: Vec<String>,
+    },
+    /// Stop one process of a running stack; the others keep running.
+    Stop {
+        /// apiserver, provider, scheduler or controller.
+        name: String,
+        /// Working directory of the running stack.
+        #[arg(
+            long,
+            env = "DRA_LOCAL_STACK_DIR",
+            default_value = "/tmp/dra-local-stack"
+        )]
+        dir: PathBuf,
+    },
+    /// Start one stopped (or dead) process of a running stack with its first arguments.
+    Start {
+        /// apiserver, provider, scheduler or controller.
+        name: String,
+        /// Working directory of the running stack.
+        #[arg(
+            long,
+            env = "DRA_LOCAL_STACK_DIR",
+            default_value = "/tmp/dra-local-stack"
+        )]
+        dir: PathBuf,
+    },
+    /// Restart one process of a running stack; the others keep running.
+    Restart {
+        /// apiserver, provider, scheduler or controller.
+        name: String,
+        /// Working directory of the running stack.
+        #[arg(
+            long,
+            env = "DRA_LOCAL_STACK_DIR",
+            default_value = "/tmp/dra-local-stack"
+        )]
+        dir: PathBuf,
+    },
+    /// Whether each process of a running stack runs, and its pid.
+    Status {
+        /// Working directory of the running stack.
+        #[arg(
+            long,
+            env = "DRA_LOCAL_STACK_DIR",
+            default_value = "/tmp/dra-local-stack"
+        )]
+        dir: PathBuf,
     },
 }
 
@@ -65,6 +119,8 @@ async fn main() -> anyhow::Result<()> {
             autoscaler_health,
             scan_interval,
             log_format,
+            provider_config,
+            controller_args,
             real,
         } => {
             logging::init(log_format)?;
@@ -83,9 +139,18 @@ async fn main() -> anyhow::Result<()> {
                 autoscaler_health,
                 scan_interval,
                 log_format: log_format.to_string(),
+                controller_args,
+                provider_config,
                 real,
             };
             processes::up(&layout).await
+        }
+        Command::Stop { name, dir } => supervise::request(&dir, Action::Stop, &name).await,
+        Command::Start { name, dir } => supervise::request(&dir, Action::Start, &name).await,
+        Command::Restart { name, dir } => supervise::request(&dir, Action::Restart, &name).await,
+        Command::Status { dir } => {
+            supervise::status(&dir);
+            Ok(())
         }
     }
 }

@@ -1,10 +1,13 @@
 //! `dra-local-stack up`: the stack as the four processes an operator would run, each with its
 //! own log file, started in order (API stand-in, NodeGroup CRD and examples, fake provider,
-//! scheduler stand-in, `dra-autoscaler run`) and stopped together on Ctrl-C.
+//! scheduler stand-in, `dra-autoscaler run`), supervised one at a time (see
+//! [`crate::supervise`]: one that dies leaves the others running, and each can be stopped,
+//! started or restarted alone) and stopped together on Ctrl-C.
 //!
 //! With `--real`, the API and scheduler stand-ins give way to the real control plane
 //! (`e2e/cluster/up.sh`: etcd, kube-apiserver, kube-scheduler, kube-controller-manager), and
-//! the fake provider and `dra-autoscaler run` act as the chart's ServiceAccounts.
+//! the fake provider and `dra-autoscaler run` act as the chart's ServiceAccounts (supervised
+//! the same way; the control plane is `e2e/cluster`'s).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -34,6 +37,10 @@ pub struct Layout {
     pub scan_interval: String,
     /// `--log-format` of every process.
     pub log_format: String,
+    /// Flags added to `dra-autoscaler run`'s (after the stack's own, so they win).
+    pub controller_args: Vec<String>,
+    /// The fake provider's config file (faults, timings such as `sliceDelayMs`), if any.
+    pub provider_config: Option<PathBuf>,
     /// Run on the real control plane instead of the API and scheduler stand-ins.
     pub real: bool,
 }
@@ -45,45 +52,79 @@ impl Layout {
         self.dir.join("kubeconfig")
     }
 
-    fn log(&self, name: &str) -> PathBuf {
+    pub(crate) fn log(&self, name: &str) -> PathBuf {
         self.dir.join("logs").join(format!("{name}.log"))
     }
 }
 
-/// One started process.
-struct Process {
-    name: &'static str,
-    child: Child,
+/// How a process is started: its name, binary, arguments and kubeconfig.
+#[derive(Debug, Clone)]
+pub(crate) struct Spec {
+    pub(crate) name: &'static str,
+    binary: &'static str,
+    args: Vec<String>,
+    /// The kubeconfig it gets (`KUBECONFIG`): the stack's, or a ServiceAccount's on the real
+    /// control plane.
+    kubeconfig: PathBuf,
 }
 
-fn spawn(
+/// One started process.
+pub(crate) struct Process {
+    pub(crate) name: &'static str,
+    pub(crate) child: Child,
+    /// How it was started.
+    pub(crate) spec: Spec,
+}
+
+/// Starts a process of the stack with the stack's kubeconfig and a fresh log file.
+pub(crate) fn spawn(
     layout: &Layout,
     name: &'static str,
-    binary: &str,
+    binary: &'static str,
     args: &[String],
 ) -> anyhow::Result<Process> {
     spawn_with(layout, name, binary, args, &layout.kubeconfig())
 }
 
+/// Starts a process of the stack with `kubeconfig` and a fresh log file.
 fn spawn_with(
     layout: &Layout,
     name: &'static str,
-    binary: &str,
+    binary: &'static str,
     args: &[String],
     kubeconfig: &Path,
 ) -> anyhow::Result<Process> {
-    let path = layout.bin.join(binary);
+    std::fs::File::create(layout.log(name))
+        .with_context(|| format!("creating {}", layout.log(name).display()))?;
+    respawn(
+        layout,
+        &Spec {
+            name,
+            binary,
+            args: args.to_vec(),
+            kubeconfig: kubeconfig.to_path_buf(),
+        },
+    )
+}
+
+/// Starts `spec` (again), appending to its log.
+pub(crate) fn respawn(layout: &Layout, spec: &Spec) -> anyhow::Result<Process> {
+    let name = spec.name;
+    let path = layout.bin.join(spec.binary);
     if !path.exists() {
         bail!(
             "{} not found: build it first (e2e/local/run.sh builds every binary)",
             path.display()
         );
     }
-    let log = std::fs::File::create(layout.log(name))
-        .with_context(|| format!("creating {}", layout.log(name).display()))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(layout.log(name))
+        .with_context(|| format!("opening {}", layout.log(name).display()))?;
     let child = Command::new(&path)
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
+        .args(&spec.args)
+        .env("KUBECONFIG", &spec.kubeconfig)
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
@@ -95,7 +136,11 @@ fn spawn_with(
         .spawn()
         .with_context(|| format!("starting {}", path.display()))?;
     tracing::info!(process = name, pid = child.id(), log = %layout.log(name).display(), "started");
-    Ok(Process { name, child })
+    Ok(Process {
+        name,
+        child,
+        spec: spec.clone(),
+    })
 }
 
 async fn wait_ready(url: &str) -> anyhow::Result<()> {
@@ -111,7 +156,7 @@ async fn wait_ready(url: &str) -> anyhow::Result<()> {
 }
 
 /// Asks a process to stop as Ctrl-C would (SIGINT), then kills it after 5 s.
-async fn stop(process: &mut Process) {
+pub(crate) async fn stop_process(process: &mut Process) {
     if let Some(pid) = process.child.id() {
         let _ = Command::new("kill")
             .args(["-INT", &pid.to_string()])
@@ -127,7 +172,7 @@ async fn stop(process: &mut Process) {
     tracing::info!(process = process.name, "stopped");
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
@@ -176,14 +221,7 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
         layout,
         "provider",
         "dra-provider-fake",
-        &[
-            "--listen".into(),
-            layout.provider.to_string(),
-            "--state-file".into(),
-            layout.dir.join("provider-state.json").display().to_string(),
-            "--log-format".into(),
-            layout.log_format.clone(),
-        ],
+        &provider_args(layout),
     )?);
     processes.push(spawn(
         layout,
@@ -195,17 +233,7 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
         layout,
         "autoscaler",
         "dra-autoscaler",
-        &[
-            "run".into(),
-            "--provider".into(),
-            format!("fake=http://{}", layout.provider),
-            "--listen-address".into(),
-            layout.autoscaler_health.to_string(),
-            "--scan-interval".into(),
-            layout.scan_interval.clone(),
-            "--log-format".into(),
-            layout.log_format.clone(),
-        ],
+        &controller_args(layout, &[]),
     )?);
     println!(
         "\nThe local stack is up. Logs: {logs}/{{apiserver,provider,scheduler,autoscaler}}.log\n\n  \
@@ -215,6 +243,10 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
          kubectl get pods -o wide -w\n  \
          kubectl describe pod llm-train-0\n\n\
          Metrics and health of dra-autoscaler: http://{health}/metrics\n\
+         One process at a time (the others keep running; one that dies is reported):\n  \
+         dra-local-stack restart controller      (or stop/start; apiserver, provider, scheduler)\n  \
+         kill -9 $(cat {dir}/pids/autoscaler.pid) (a controller crash)\n  \
+         dra-local-stack status\n\
          Ctrl-C stops everything (the API stand-in keeps its objects in {dir}).",
         logs = layout.dir.join("logs").display(),
         kubeconfig = layout.kubeconfig().display(),
@@ -222,32 +254,10 @@ pub async fn up(layout: &Layout) -> anyhow::Result<()> {
         health = layout.autoscaler_health,
         dir = layout.dir.display(),
     );
-    let died = loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break None,
-            () = tokio::time::sleep(Duration::from_millis(500)) => {
-                let mut died = None;
-                for p in &mut processes {
-                    if let Ok(Some(status)) = p.child.try_wait() {
-                        died = Some((p.name, status));
-                    }
-                }
-                if died.is_some() {
-                    break died;
-                }
-            }
-        }
-    };
-    if let Some((name, status)) = died {
-        eprintln!(
-            "{name} exited ({status}); last lines of its log:\n{}",
-            tail(&layout.log(name), 20)
-        );
-    }
-    for process in processes.iter_mut().rev() {
-        stop(process).await;
-    }
-    Ok(())
+    crate::supervise::run(layout, processes, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
 }
 
 /// `up --real`: the real control plane, then the fake provider and `dra-autoscaler run` as the
@@ -283,38 +293,22 @@ async fn up_real(layout: &Layout) -> anyhow::Result<()> {
             &controller_kubeconfig,
         )
         .await?;
-    let mut processes = vec![
+    let processes = vec![
         spawn_with(
             layout,
             "provider",
             "dra-provider-fake",
-            &[
-                "--listen".into(),
-                layout.provider.to_string(),
-                "--state-file".into(),
-                layout.dir.join("provider-state.json").display().to_string(),
-                "--log-format".into(),
-                layout.log_format.clone(),
-            ],
+            &provider_args(layout),
             &provider_kubeconfig,
         )?,
         spawn_with(
             layout,
             "autoscaler",
             "dra-autoscaler",
-            &[
-                "run".into(),
-                "--provider".into(),
-                format!("fake=http://{}", layout.provider),
-                "--listen-address".into(),
-                layout.autoscaler_health.to_string(),
-                "--scan-interval".into(),
-                layout.scan_interval.clone(),
-                "--lease-namespace".into(),
-                real::RELEASE_NAMESPACE.into(),
-                "--log-format".into(),
-                layout.log_format.clone(),
-            ],
+            &controller_args(
+                layout,
+                &["--lease-namespace".into(), real::RELEASE_NAMESPACE.into()],
+            ),
             &controller_kubeconfig,
         )?,
     ];
@@ -328,38 +322,57 @@ async fn up_real(layout: &Layout) -> anyhow::Result<()> {
          kubectl get pods -o wide -w\n  \
          kubectl get events --sort-by=.metadata.creationTimestamp\n\n\
          Metrics and health of dra-autoscaler: http://{health}/metrics\n\
+         One process at a time (the others keep running; one that dies is reported):\n  \
+         dra-local-stack restart controller      (or stop/start; provider)\n  \
+         kill -9 $(cat {dir}/pids/autoscaler.pid) (a controller crash)\n  \
+         dra-local-stack status\n\
          Ctrl-C stops everything.",
+        dir = layout.dir.display(),
         logs = layout.dir.join("logs").display(),
         cluster_logs = cluster.dir().join("logs").display(),
         kubeconfig = cluster.kubeconfig().display(),
         manifests = stack::manifests().display(),
         health = layout.autoscaler_health,
     );
-    let died = loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break None,
-            () = tokio::time::sleep(Duration::from_millis(500)) => {
-                let mut died = None;
-                for p in &mut processes {
-                    if let Ok(Some(status)) = p.child.try_wait() {
-                        died = Some((p.name, status));
-                    }
-                }
-                if died.is_some() {
-                    break died;
-                }
-            }
-        }
-    };
-    if let Some((name, status)) = died {
-        eprintln!(
-            "{name} exited ({status}); last lines of its log:\n{}",
-            tail(&layout.log(name), 20)
-        );
-    }
-    for process in processes.iter_mut().rev() {
-        stop(process).await;
-    }
+    let supervised = crate::supervise::run(layout, processes, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await;
     cluster.stop();
-    Ok(())
+    supervised
+}
+
+/// The fake provider's arguments.
+fn provider_args(layout: &Layout) -> Vec<String> {
+    let mut args = vec![
+        "--listen".into(),
+        layout.provider.to_string(),
+        "--state-file".into(),
+        layout.dir.join("provider-state.json").display().to_string(),
+        "--log-format".into(),
+        layout.log_format.clone(),
+    ];
+    if let Some(config) = &layout.provider_config {
+        args.extend(["--config".into(), config.display().to_string()]);
+    }
+    args
+}
+
+/// `dra-autoscaler run`'s arguments: the stack's, `backend`'s, then the operator's (last, so
+/// they win).
+fn controller_args(layout: &Layout, backend: &[String]) -> Vec<String> {
+    let mut args = vec![
+        "run".into(),
+        "--provider".into(),
+        format!("fake=http://{}", layout.provider),
+        "--listen-address".into(),
+        layout.autoscaler_health.to_string(),
+        "--scan-interval".into(),
+        layout.scan_interval.clone(),
+        "--log-format".into(),
+        layout.log_format.clone(),
+    ];
+    args.extend(backend.iter().cloned());
+    args.extend(layout.controller_args.iter().cloned());
+    args
 }

@@ -40,7 +40,9 @@ pub const NODE_GROUP_API_VERSION: &str = "dra-autoscaler.io/v1alpha1";
     printcolumn = r#"{"name": "Target", "type": "integer", "jsonPath": ".status.targetSize"}"#,
     printcolumn = r#"{"name": "Upcoming", "type": "integer", "jsonPath": ".status.upcomingSize"}"#,
     printcolumn = r#"{"name": "Reserved Left", "type": "integer", "jsonPath": ".status.reservedLeft"}"#,
-    printcolumn = r#"{"name": "Backoff Until", "type": "date", "jsonPath": ".status.backoffUntil"}"#
+    // `string`, not `date`: kubectl prints a `date` column as the age of the time, and a
+    // backoff's end lies ahead, which it prints as `<invalid>`.
+    printcolumn = r#"{"name": "Backoff Until", "type": "string", "jsonPath": ".status.backoffUntil"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct NodeGroupSpec {
@@ -50,8 +52,10 @@ pub struct NodeGroupSpec {
     #[serde(rename = "providerID")]
     pub provider_id: String,
     /// Fewest machines the group may shrink to.
+    #[schemars(range(min = 0))]
     pub min_size: i32,
     /// Most machines the group may grow to.
+    #[schemars(range(min = 0))]
     pub max_size: i32,
     /// How the machines are bought; decides whether `reservation` must be set.
     pub capacity_type: CapacityType,
@@ -59,6 +63,7 @@ pub struct NodeGroupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<Reservation>,
     /// Price of one machine per hour, in the currency the operator uses everywhere.
+    #[schemars(range(min = 0))]
     pub price_per_hour: f64,
     /// Higher wins when the expander has to choose between equally good groups.
     #[serde(default)]
@@ -110,6 +115,7 @@ pub struct Reservation {
     /// The provider's reservation id (`cr-…`, a GCE reservation name, ...).
     pub id: String,
     /// How many machines the reservation holds in total.
+    #[schemars(range(min = 0))]
     pub total: i32,
     /// When the reservation ends (RFC 3339); absent for reservations without an end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -137,14 +143,42 @@ pub struct NodeTemplate {
     pub taints: Vec<Taint>,
     /// `status.capacity` of the Node.
     #[serde(default)]
+    #[schemars(schema_with = "quantities")]
     pub capacity: BTreeMap<String, Quantity>,
     /// `status.allocatable` of the Node; when absent it equals `capacity`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "optional_quantities")]
     pub allocatable: Option<BTreeMap<String, Quantity>>,
     /// ResourceSlices the node's DRA drivers publish. `nodeName` and `pool.name` are replaced by
     /// the (simulated or real) node's name, as a kubelet plugin does.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_slices: Vec<ResourceSliceSpec>,
+}
+
+/// The pattern of a `resource.Quantity` string, as Kubernetes' CRD generator (controller-tools)
+/// writes it for every Quantity field: a sign, digits with an optional fraction, and an optional
+/// binary or decimal suffix or exponent. The API server then refuses `"lots"` at once, as the
+/// controller's validation ([`NodeGroupSpec::validate`]) would one loop later.
+pub const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+
+/// A map of resource names to quantities, each an int or a string matching
+/// [`QUANTITY_PATTERN`] (`x-kubernetes-int-or-string`, as k8s-openapi describes a Quantity; the
+/// pattern applies to strings only).
+fn quantities(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = generator.subschema_for::<BTreeMap<String, Quantity>>();
+    if let Some(values) = schema.get_mut("additionalProperties")
+        && let Some(values) = values.as_object_mut()
+    {
+        values.insert("pattern".into(), QUANTITY_PATTERN.into());
+    }
+    schema
+}
+
+/// [`quantities`], for a map that may be absent.
+fn optional_quantities(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = quantities(generator);
+    schema.insert("nullable".into(), true.into());
+    schema
 }
 
 impl NodeTemplate {

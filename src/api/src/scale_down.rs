@@ -21,6 +21,7 @@ pub struct ScaleDownPolicy {
     /// share of devices allocated in each of its DRA pools and of shared counters consumed by
     /// allocated partitions — is below this fraction (0 to 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1))]
     pub utilization_threshold: Option<f64>,
     /// How long a node must stay underused, with all its pods able to move, before it is
     /// removed (a duration such as `10m` or `1h30m`).

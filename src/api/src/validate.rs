@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::ResourceSliceSpec;
 
-use crate::nodegroup::{CapacityType, NodeGroupSpec};
+use crate::nodegroup::{CapacityType, NodeGroupSpec, NodeTemplate};
 use crate::scale_down::ScaleDownPolicy;
 
 /// One problem found in a node group spec.
@@ -73,6 +73,14 @@ pub enum ValidationError {
     RemoveReservedNotReserved {
         /// The group's capacity type.
         capacity_type: CapacityType,
+    },
+    /// A template `capacity` or `allocatable` value is not a Kubernetes quantity.
+    #[error("{field}: {error}")]
+    BadQuantity {
+        /// Field path, e.g. `spec.template.capacity.cpu`.
+        field: String,
+        /// What was wrong, as the quantity parser says it.
+        error: dra_sim::quantity::QuantityError,
     },
     /// A template slice sets neither devices nor shared counters.
     #[error("spec.template.resourceSlices[{slice}] has neither devices nor sharedCounters")]
@@ -159,8 +167,9 @@ fn join(errors: &[ValidationError]) -> String {
 }
 
 impl NodeGroupSpec {
-    /// Checks the rules the schema cannot: `minSize <= maxSize`, a reservation exactly for
-    /// reserved groups with `total >= 0`, a finite non-negative price, and template slices that
+    /// Checks the rules the schema cannot (and, for objects the API server did not check, those
+    /// it can): `minSize <= maxSize`, a reservation exactly for reserved groups with
+    /// `total >= 0`, a finite non-negative price, template quantities that parse, template slices that
     /// a driver could really publish (node-local, devices and counters apart, unique names,
     /// counters that exist, a slice count that matches), and `scaleDown` settings that parse (a
     /// threshold between 0 and 1, durations, `removeReservedNodes` only on reserved groups).
@@ -232,6 +241,7 @@ impl NodeGroupSpec {
         if let Some(policy) = &self.scale_down {
             validate_scale_down(policy, self.capacity_type, &mut errors);
         }
+        validate_quantities(&self.template, &mut errors);
         validate_slices(&self.template.resource_slices, &mut errors);
         if errors.is_empty() {
             Ok(())
@@ -265,6 +275,25 @@ fn validate_scale_down(
     }
     if policy.remove_reserved_nodes.is_some() && capacity_type != CapacityType::Reserved {
         errors.push(ValidationError::RemoveReservedNotReserved { capacity_type });
+    }
+}
+
+/// Every template quantity parses as the API server parses a `resource.Quantity` (the CRD's
+/// pattern refuses the rest at admission; objects written before it, or files, reach here).
+fn validate_quantities(template: &NodeTemplate, errors: &mut Vec<ValidationError>) {
+    let lists = [
+        ("capacity", Some(&template.capacity)),
+        ("allocatable", template.allocatable.as_ref()),
+    ];
+    for (field, list) in lists {
+        for (resource, quantity) in list.into_iter().flatten() {
+            if let Err(error) = dra_sim::quantity::nano_value(&quantity.0) {
+                errors.push(ValidationError::BadQuantity {
+                    field: format!("spec.template.{field}.{resource}"),
+                    error,
+                });
+            }
+        }
     }
 }
 

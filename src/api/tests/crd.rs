@@ -76,3 +76,87 @@ fn crd_yaml_round_trips_and_carries_the_spec_schema() {
     );
     assert!(spec["properties"]["template"]["properties"]["resourceSlices"]["items"]["properties"]["devices"].is_object());
 }
+
+#[test]
+fn backoff_until_prints_the_time_not_an_age() {
+    // kubectl prints a `date` column as the time since the value (`5m`), and a time ahead of
+    // now, as a backoff's end is, as `<invalid>`; a `string` column prints the value itself.
+    let crd = dra_api::crd();
+    let columns = crd.spec.versions[0]
+        .additional_printer_columns
+        .as_ref()
+        .unwrap();
+    let backoff = columns
+        .iter()
+        .find(|c| c.json_path == ".status.backoffUntil")
+        .unwrap();
+    assert_eq!(backoff.name, "Backoff Until");
+    assert_eq!(backoff.type_, "string");
+}
+
+fn spec_schema() -> serde_json::Value {
+    let crd = dra_api::crd();
+    let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    schema["openAPIV3Schema"]["properties"]["spec"].clone()
+}
+
+#[test]
+fn the_schema_refuses_negative_sizes_and_prices() {
+    // What `NodeGroupSpec::validate` refuses and a schema can say: the API server refuses it at
+    // admission instead of the controller one loop later.
+    let spec = spec_schema();
+    let properties = &spec["properties"];
+    for field in ["minSize", "maxSize", "pricePerHour"] {
+        assert_eq!(
+            properties[field]["minimum"], 0.0,
+            "{field}: {}",
+            properties[field]
+        );
+    }
+    assert_eq!(
+        properties["reservation"]["properties"]["total"]["minimum"],
+        0.0
+    );
+    let threshold = &properties["scaleDown"]["properties"]["utilizationThreshold"];
+    assert_eq!(
+        (threshold["minimum"].as_f64(), threshold["maximum"].as_f64()),
+        (Some(0.0), Some(1.0)),
+        "{threshold}"
+    );
+}
+
+#[test]
+fn the_schema_refuses_template_values_that_are_not_quantities() {
+    let spec = spec_schema();
+    let template = &spec["properties"]["template"]["properties"];
+    for field in ["capacity", "allocatable"] {
+        let values = &template[field]["additionalProperties"];
+        // An int or a string (k8s-openapi's Quantity schema), the string matching the pattern.
+        assert_eq!(
+            values["x-kubernetes-int-or-string"], true,
+            "{field}: {values}"
+        );
+        let pattern = regex::Regex::new(values["pattern"].as_str().unwrap()).unwrap();
+        // resource.Quantity's grammar (apimachinery's quantity.go) accepts these ...
+        for good in [
+            "4", "64Gi", "191450m", "1.5", ".5", "5.", "+1", "-1", "1e3", "1E-3", "2Ti", "7600Gi",
+        ] {
+            assert!(pattern.is_match(good), "{field}: {good} refused");
+        }
+        // ... and refuses these.
+        for bad in ["lots", "1.5.3Gi", "4 Gi", "", "1GB", "Gi", "0x10", "1e"] {
+            assert!(!pattern.is_match(bad), "{field}: {bad} accepted");
+        }
+    }
+    // The controller's parser (as apimachinery's ParseQuantity) agrees with the pattern on
+    // every case above but a bare suffix: ParseQuantity("Gi") is 0 without an error (checked
+    // against k8s.io/apimachinery v0.37.2), which the pattern, as controller-tools', refuses.
+    for good in [
+        "4", "64Gi", "191450m", "1.5", ".5", "5.", "+1", "-1", "1e3", "1E-3", "Gi",
+    ] {
+        assert!(dra_sim::quantity::nano_value(good).is_ok(), "{good}");
+    }
+    for bad in ["lots", "1.5.3Gi", "4 Gi", "", "1GB", "0x10", "1e"] {
+        assert!(dra_sim::quantity::nano_value(bad).is_err(), "{bad}");
+    }
+}

@@ -237,3 +237,35 @@ fn valid_scale_down_settings_pass() {
         Some(k8s_openapi::jiff::SignedDuration::from_mins(10))
     );
 }
+
+#[test]
+fn template_quantities_the_simulator_cannot_read_are_rejected() {
+    // What `kubectl apply --validate=false` (or a provider's config file) may carry past the
+    // CRD's pattern: each bad value is named by its field, good ones are not.
+    let mut s = spec();
+    s.template.capacity.insert(
+        "cpu".into(),
+        k8s_openapi::apimachinery::pkg::api::resource::Quantity("lots".into()),
+    );
+    s.template.allocatable = Some(
+        [("memory", "1.5.3Gi"), ("pods", "110")]
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(v.into()),
+                )
+            })
+            .collect(),
+    );
+    let messages: Vec<String> = errors(&s).iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0].starts_with("spec.template.capacity.cpu: invalid quantity \"lots\""),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].starts_with("spec.template.allocatable.memory: invalid quantity \"1.5.3Gi\""),
+        "{messages:?}"
+    );
+}

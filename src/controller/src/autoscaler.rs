@@ -22,10 +22,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use dra_api::{NodeGroup, NodeGroupStatus, ScaleUpOutcome};
+use dra_api::{LastScaleUp, NodeGroup, NodeGroupStatus, ScaleUpOutcome};
 use dra_plan::report::{GangOutcome, PlanReport, ScaleUp};
 use dra_plan::{PlanOptions, plan};
 use dra_sim::FeatureGates;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Resource;
 use tokio::sync::watch;
@@ -342,6 +343,7 @@ impl Autoscaler {
         for notice in notices::for_plan(&report, &outcomes, &held_back, &refs) {
             self.events.publish(&notice, now).await;
         }
+        self.log_waiting_gangs(&report, &held_back, now);
         summary.stand_ins = self
             .stand_ins
             .write(
@@ -375,6 +377,32 @@ impl Autoscaler {
         summary.report = Some(report);
         self.finish(started, now);
         summary
+    }
+
+    /// Says at info why each gang no group can land waits, as its `NotTriggerScaleUp` Event
+    /// does: once, then again when the reasons change or after the Events' dedup window, so an
+    /// operator reading the log sees a stuck gang without a loop's worth of lines each scan.
+    fn log_waiting_gangs(&self, report: &PlanReport, held_back: &[String], now: Timestamp) {
+        for gang in report
+            .pod_groups
+            .iter()
+            .filter(|g| g.outcome == GangOutcome::Waits && g.api.is_gang())
+        {
+            let mut reasons = gang.reasons.clone();
+            reasons.extend(held_back.iter().cloned());
+            let reasons = reasons.join("; ");
+            let name = gang.pod_group.to_string();
+            if self.events.is_news(&name, "log:waiting", &reasons, now) {
+                tracing::info!(
+                    gang = %name,
+                    api = ?gang.api,
+                    min_count = gang.min_count,
+                    pending = gang.members.len(),
+                    %reasons,
+                    "gang waits: no node group can land it whole"
+                );
+            }
+        }
     }
 
     fn provreq_backoff(&self) -> std::sync::MutexGuard<'_, dra_plan::provreq::RetryBackoff> {
@@ -470,6 +498,9 @@ impl Autoscaler {
                 &message,
                 now,
             );
+            if !rec.adopted.is_empty() {
+                self.adopt(&group, &mut rec, now).await;
+            }
             if !rec.timed_out.is_empty() {
                 self.give_up(&group, &mut rec, now, summary).await;
             }
@@ -540,6 +571,44 @@ impl Autoscaler {
                 .reservation_used
                 .get_or_create(&labels)
                 .set(i64::from(status.current_size) + i64::from(status.upcoming_size));
+        }
+    }
+
+    /// Scale-ups whose machines registered with no answer recorded (the controller that asked
+    /// stopped, or lost its lease, between the intent and the answer; its successor finds the
+    /// nodes already there): recorded as the last scale-up and reported as one would have been,
+    /// so no purchase goes unaccounted for.
+    async fn adopt(&self, group: &NodeGroup, rec: &mut inflight::Reconciled, now: Timestamp) {
+        let name = name_of(group);
+        for adopted in &rec.adopted {
+            let request = adopted
+                .request_id
+                .as_deref()
+                .map_or_else(|| "a scale-up".to_string(), |id| format!("request {id}"));
+            let message = format!(
+                "{} node(s) registered for {request}, asked for at {} by a controller that stopped before recording the answer",
+                adopted.count, adopted.requested_at
+            );
+            tracing::info!(node_group = %name, request_id = ?adopted.request_id, nodes = adopted.count, "adopting a scale-up whose answer was never recorded: its nodes registered");
+            rec.status.last_scale_up = Some(LastScaleUp {
+                time: Time(adopted.requested_at),
+                count: to_i32(adopted.count),
+                outcome: ScaleUpOutcome::Succeeded,
+                message: message.clone(),
+            });
+            self.metrics
+                .record_scale_up(&name, group.spec.capacity_type.as_str(), adopted.count);
+            self.events
+                .publish(
+                    &Self::group_notice(
+                        group,
+                        false,
+                        SCALED_UP_GROUP,
+                        format!("scaled up node group {name}: {message}"),
+                    ),
+                    now,
+                )
+                .await;
         }
     }
 

@@ -136,6 +136,25 @@ impl Deduper {
         }
     }
 
+    /// Forgets every event about `object` with `reason` whose note is not `keep`, and returns
+    /// the Events written for them (`namespace`, `name`).
+    pub fn forget_others(
+        &mut self,
+        object: &str,
+        reason: &str,
+        keep: Option<&str>,
+    ) -> Vec<(String, String)> {
+        let mut written = Vec::new();
+        self.seen.retain(|(o, r, note), seen| {
+            let other = o == object && r == reason && keep != Some(note.as_str());
+            if other && let Some(event) = seen.written.take() {
+                written.push(event);
+            }
+            !other
+        });
+        written
+    }
+
     /// Whether an event with this key should be written at `now`.
     pub fn admit(&mut self, object: &str, reason: &str, note: &str, now: Timestamp) -> bool {
         self.decide(object, reason, note, now) != Decision::Suppress
@@ -230,6 +249,12 @@ impl EventSink {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Whether `text` about `object` under `what` is news: not said within the dedup window
+    /// (it is recorded as said now). For log lines that should follow the Events' rhythm.
+    pub fn is_news(&self, object: &str, what: &str, text: &str, now: Timestamp) -> bool {
+        self.dedup().admit(object, what, text, now)
+    }
+
     /// Publishes `notice` unless an identical one went out within the window.
     /// Returns whether anything was written. Failures are logged, not
     /// returned: an event that cannot be written must not stop a scale-up.
@@ -262,6 +287,39 @@ impl EventSink {
                     "unable to publish event"
                 );
                 false
+            }
+        }
+    }
+
+    /// Publishes `notice` as the one standing Event of its reason on its object: the Events
+    /// this sink wrote before with the same reason and another note are deleted, so the object
+    /// never shows a text whose cause is gone next to the current one.
+    pub async fn replace(&self, notice: &Notice, now: Timestamp) -> bool {
+        let written = self.publish(notice, now).await;
+        let note = truncate_note(&notice.note);
+        self.delete_written(&notice.regarding, notice.reason, Some(&note))
+            .await;
+        written
+    }
+
+    /// Deletes the Events with `reason` this sink wrote about `regarding` (their cause is gone).
+    pub async fn retract(&self, regarding: &ObjectReference, reason: &str) {
+        self.delete_written(regarding, reason, None).await;
+    }
+
+    async fn delete_written(&self, regarding: &ObjectReference, reason: &str, keep: Option<&str>) {
+        let object = object_key(regarding);
+        let stale = self.dedup().forget_others(&object, reason, keep);
+        for (namespace, name) in stale {
+            let deleted = Api::<Event>::namespaced(self.client.clone(), &namespace)
+                .delete(&name, &kube::api::DeleteParams::default())
+                .await;
+            match deleted {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.is_not_found() => {}
+                Err(error) => {
+                    tracing::warn!(%error, %reason, object = %object, event = %name, "unable to delete an Event whose cause is gone");
+                }
             }
         }
     }

@@ -39,6 +39,50 @@ pub struct Reconciled {
     pub timed_out: Vec<UpcomingNode>,
     /// Entries that registered in this pass.
     pub registered: usize,
+    /// Scale-ups whose machines registered although no answer of the provider was ever
+    /// recorded for them, oldest first: the controller that asked stopped (or lost its lease)
+    /// between the intent and the answer. The caller records and reports them.
+    pub adopted: Vec<Adopted>,
+}
+
+/// A scale-up found done by its nodes, whose answer was never recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Adopted {
+    /// When it was asked for (its placeholders' `requestedAt`).
+    pub requested_at: Timestamp,
+    /// Its request id, when its placeholders still carry it.
+    pub request_id: Option<String>,
+    /// Its machines that registered in this pass.
+    pub count: usize,
+}
+
+/// The request id a placeholder [`placeholders`] named (`<request id>-<n>`), if `name` is one.
+fn request_of(name: &str) -> Option<&str> {
+    let (id, n) = name.rsplit_once('-')?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(id)
+}
+
+/// Of the entries done in this pass, those asked for after the last recorded answer
+/// (`lastScaleUp`, written with the intent's time when the answer comes): nobody recorded
+/// their answer, so their purchase is reported now, per request.
+fn unrecorded(done: &[UpcomingNode], status: &NodeGroupStatus) -> Vec<Adopted> {
+    let answered_up_to = status.last_scale_up.as_ref().map(|l| l.time.0);
+    let mut adopted: Vec<Adopted> = Vec::new();
+    for entry in done {
+        let at = entry.requested_at.0;
+        if answered_up_to.is_some_and(|last| at <= last) {
+            continue;
+        }
+        match adopted.iter_mut().find(|a| a.requested_at == at) {
+            Some(a) => a.count += 1,
+            None => adopted.push(Adopted {
+                requested_at: at,
+                request_id: request_of(&entry.name).map(str::to_owned),
+                count: 1,
+            }),
+        }
+    }
+    adopted
 }
 
 /// Reconciles `status` with the group's `registered` nodes at `now`;
@@ -59,17 +103,22 @@ pub fn reconcile(
             .then_with(|| a.name.cmp(&b.name))
     });
     let before = entries.len();
-    entries.retain(|e| !known_ids.contains(&e.name));
+    let (mut done, rest): (Vec<_>, Vec<_>) = entries
+        .into_iter()
+        .partition(|e| known_ids.contains(&e.name));
+    entries = rest;
 
     // Registered nodes the entries do not name: the provider's names differ
     // from our placeholders. The target tells how many are still missing.
     let target = usize::try_from(status.target_size.max(0)).unwrap_or(0);
     let missing = target.saturating_sub(registered);
     if entries.len() > missing {
-        let done = entries.len() - missing;
-        entries.drain(..done);
+        let count = entries.len() - missing;
+        done.extend(entries.drain(..count));
     }
     let registered_now = before - entries.len();
+    done.sort_by_key(|a| a.requested_at.0);
+    let adopted = unrecorded(&done, status);
 
     let (timed_out, waiting): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| {
         e.requested_at
@@ -94,6 +143,7 @@ pub fn reconcile(
         status,
         timed_out,
         registered: registered_now,
+        adopted,
     }
 }
 
@@ -279,6 +329,48 @@ mod tests {
         // Reconciling again changes nothing: the same node is not counted twice.
         let again = reconcile(&r.status, 2, &names(&["seed", "i-0abc"]), now(), MAX);
         assert_eq!(again.status, r.status);
+    }
+
+    #[test]
+    fn machines_that_register_with_no_answer_recorded_are_adopted_once() {
+        // The leader recorded intents at 60 s and 30 s ago and died before the answers; the
+        // last answer it recorded is older. Both registered before the next leader's loop.
+        let mut status = NodeGroupStatus {
+            target_size: 3,
+            upcoming_nodes: vec![
+                entry("g-100-0", 60),
+                entry("g-100-1", 60),
+                entry("g-200-0", 30),
+            ],
+            last_scale_up: Some(dra_api::LastScaleUp {
+                time: ago(600),
+                count: 1,
+                outcome: dra_api::ScaleUpOutcome::Succeeded,
+                message: "started 1 node(s) for ml/earlier".into(),
+            }),
+            ..Default::default()
+        };
+        let r = reconcile(&status, 3, &names(&["i-1", "i-2", "i-3"]), now(), MAX);
+        assert_eq!(
+            r.adopted,
+            vec![
+                Adopted {
+                    requested_at: ago(60).0,
+                    request_id: Some("g-100".into()),
+                    count: 2
+                },
+                Adopted {
+                    requested_at: ago(30).0,
+                    request_id: Some("g-200".into()),
+                    count: 1
+                },
+            ]
+        );
+        // An answer recorded with the intent (lastScaleUp at the intent's time) leaves nothing
+        // to adopt.
+        status.last_scale_up.as_mut().unwrap().time = ago(30);
+        let r = reconcile(&status, 3, &names(&["i-1", "i-2", "i-3"]), now(), MAX);
+        assert!(r.adopted.is_empty(), "{:?}", r.adopted);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!       └──────────────── autoscaler::run_once ◄──── executor (provider gRPC / in-memory)
 //! ```
 //!
-//! * [`watch`]: reflectors per kind and discovery of the optional gang APIs.
+//! * [`watch`]: reflectors per kind and discovery of the optional gang APIs;
+//!   [`rediscovery`]: those installed while running, watched from then on.
 //! * [`snapshot`] and [`pods`]: the pure conversion from stores to the
 //!   planner's [`dra_sim::ClusterObjects`], and which pending pods count.
 //! * [`inflight`] and [`backoff`]: the pure bookkeeping of requested nodes and
@@ -39,6 +40,7 @@ pub mod metrics;
 pub mod notices;
 pub mod pods;
 pub mod provreq;
+pub mod rediscovery;
 pub mod run;
 pub mod scaledown;
 pub mod snapshot;

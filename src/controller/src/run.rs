@@ -253,7 +253,7 @@ pub async fn run_with_clients(
     .await?;
     tracing::info!(%health_addr, "serving /metrics, /healthz and /readyz");
 
-    let running = watches::start(&client, &optional);
+    let mut running = watches::start(&client, &optional);
     let stores = running.stores.clone();
     let ready_health = health.clone();
     let ready_stores = stores.clone();
@@ -338,6 +338,15 @@ pub async fn run_with_clients(
     }
 
     let mut next_wait = scan;
+    // Optional APIs installed after the start are watched once found (crate::rediscovery);
+    // Events about them go out only from the leader.
+    let discovery_events = EventSink::new(
+        client.clone(),
+        CONTROLLER_NAME,
+        &identity,
+        args.event_dedup_window,
+    );
+    let mut next_discovery = tokio::time::Instant::now() + crate::rediscovery::INTERVAL;
     loop {
         tokio::select! {
             () = running.trigger.notified() => {}
@@ -346,6 +355,11 @@ pub async fn run_with_clients(
         }
         let now = Timestamp::now();
         let leading = *leading_rx.borrow();
+        if tokio::time::Instant::now() >= next_discovery {
+            next_discovery = tokio::time::Instant::now() + crate::rediscovery::INTERVAL;
+            let events = leading.then_some(&discovery_events);
+            crate::rediscovery::rediscover(&client, &mut running, events, now).await;
+        }
         metrics.leader.set(i64::from(leading));
         if !leading {
             // A standby is alive as long as its loop ticks.

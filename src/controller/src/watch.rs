@@ -7,10 +7,14 @@
 //! relist the store keeps serving the previous state and swaps in the new one
 //! when the relist completes, so nothing is lost in between.
 //!
-//! Optional APIs (every gang API, DeviceTaintRules) are discovered at start:
-//! a cluster without them simply has no store for them.
+//! Optional APIs (every gang API, DeviceTaintRules, ProvisioningRequests and
+//! CapacityBuffers) are discovered at start: a cluster without them simply
+//! has no store for them. Gang APIs and cluster-autoscaler's APIs installed
+//! later (Kueue, a PodGroup CRD) are found by discovering again while running
+//! ([`Watches::watch_new`], `crate::rediscovery`) and watched from then on.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use dra_api::NodeGroup;
 use futures::TryStreamExt;
@@ -128,10 +132,10 @@ pub struct Stores {
     /// Untyped, so that one object this binary cannot decode does not fail
     /// the whole list (see [`crate::validity`]).
     node_groups: Store<DynamicObject>,
-    gangs: Vec<(ApiResource, Store<DynamicObject>)>,
+    gangs: Untyped,
     /// ProvisioningRequests, CapacityBuffers and the objects whose pod
     /// templates they name, untyped (read leniently by the planner).
-    stand_ins: Vec<(ApiResource, Store<DynamicObject>)>,
+    stand_ins: Untyped,
     /// Pods as untyped objects, only on clusters serving the 1.35
     /// `scheduling.k8s.io/v1alpha1` Workload API: their `spec.workloadRef`
     /// was removed from the Pod type in 1.36, so the typed store drops it.
@@ -139,15 +143,25 @@ pub struct Stores {
     ready: tokio::sync::watch::Receiver<bool>,
 }
 
+/// Untyped stores of optional kinds, shared by every clone of [`Stores`]: a
+/// kind found while running joins once its first list is in.
+type Untyped = Arc<RwLock<Vec<(ApiResource, Store<DynamicObject>)>>>;
+
+fn read(stores: &Untyped) -> Vec<(ApiResource, Store<DynamicObject>)> {
+    stores
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
 impl std::fmt::Debug for Stores {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stores")
             .field(
                 "gangs",
-                &self
-                    .gangs
+                &read(&self.gangs)
                     .iter()
-                    .map(|(ar, _)| &ar.kind)
+                    .map(|(ar, _)| ar.kind.clone())
                     .collect::<Vec<_>>(),
             )
             .field("ready", &self.is_ready())
@@ -156,13 +170,65 @@ impl std::fmt::Debug for Stores {
 }
 
 /// Running watches: their stores, the trigger they pull, and their tasks.
-#[derive(Debug)]
 pub struct Watches {
     /// The stores.
     pub stores: Stores,
     /// Notified when a pod becomes unschedulable.
     pub trigger: Arc<Notify>,
     tasks: Vec<JoinHandle<()>>,
+    client: Client,
+    /// The optional kinds watched, as `(group, kind)`.
+    watched: BTreeSet<(String, String)>,
+}
+
+impl std::fmt::Debug for Watches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watches")
+            .field("stores", &self.stores)
+            .field("watched", &self.watched)
+            .finish_non_exhaustive()
+    }
+}
+
+fn key(ar: &ApiResource) -> (String, String) {
+    (ar.group.clone(), ar.kind.clone())
+}
+
+impl Watches {
+    /// Starts watching the gang kinds and cluster-autoscaler kinds of `found` (a later
+    /// discovery) that are not watched yet, with the objects they need; each joins the stores
+    /// once it has listed. Returns the kinds started, as discovery named them (the kinds
+    /// watched along with them, such as PodTemplates, are not repeated).
+    pub fn watch_new(&mut self, found: &OptionalApis) -> Vec<ApiResource> {
+        let mut started = Vec::new();
+        let start = |ar: &ApiResource, into: &Untyped, tasks: &mut Vec<JoinHandle<()>>| {
+            let store = untyped(&self.client, tasks, ar);
+            let into = into.clone();
+            let ar = ar.clone();
+            tasks.push(tokio::spawn(async move {
+                if store.wait_until_ready().await.is_ok() {
+                    into.write()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((ar, store));
+                }
+            }));
+        };
+        for ar in &found.gangs {
+            if self.watched.insert(key(ar)) {
+                start(ar, &self.stores.gangs, &mut self.tasks);
+                started.push(ar.clone());
+            }
+        }
+        for ar in crate::provreq::apis::watched(&found.stand_ins) {
+            if self.watched.insert(key(&ar)) {
+                start(&ar, &self.stores.stand_ins, &mut self.tasks);
+                if found.stand_ins.iter().any(|s| key(s) == key(&ar)) {
+                    started.push(ar);
+                }
+            }
+        }
+        started
+    }
 }
 
 impl Drop for Watches {
@@ -207,8 +273,8 @@ impl Stores {
                 .as_ref()
                 .map(|store| workload_refs(&store.state()))
                 .unwrap_or_default(),
-            gang_objects: untyped_objects(&self.gangs),
-            stand_in_objects: untyped_objects(&self.stand_ins),
+            gang_objects: untyped_objects(&read(&self.gangs)),
+            stand_in_objects: untyped_objects(&read(&self.stand_ins)),
         }
     }
 }
@@ -364,27 +430,20 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         },
     );
 
-    let gangs = optional
+    let gangs: Vec<(ApiResource, Store<DynamicObject>)> = optional
         .gangs
         .iter()
-        .map(|ar| {
-            let writer = Writer::<DynamicObject>::new(ar.clone());
-            let reader = writer.as_reader();
-            spawn_reflector(
-                ar.kind.clone(),
-                Api::<DynamicObject>::all_with(client.clone(), ar),
-                all(),
-                writer,
-                &mut tasks,
-                |_| {},
-            );
-            (ar.clone(), reader)
-        })
-        .collect();
-
-    let stand_ins = crate::provreq::apis::watched(&optional.stand_ins)
-        .iter()
         .map(|ar| (ar.clone(), untyped(client, &mut tasks, ar)))
+        .collect();
+    let stand_ins: Vec<(ApiResource, Store<DynamicObject>)> =
+        crate::provreq::apis::watched(&optional.stand_ins)
+            .iter()
+            .map(|ar| (ar.clone(), untyped(client, &mut tasks, ar)))
+            .collect();
+    let watched = gangs
+        .iter()
+        .chain(&stand_ins)
+        .map(|(ar, _)| key(ar))
         .collect();
 
     let stores = Stores {
@@ -402,8 +461,8 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         priority_classes: typed(client, &mut tasks, all()),
         pod_disruption_budgets: typed(client, &mut tasks, all()),
         node_groups: untyped(client, &mut tasks, &ApiResource::erase::<NodeGroup>(&())),
-        gangs,
-        stand_ins,
+        gangs: Arc::new(RwLock::new(gangs)),
+        stand_ins: Arc::new(RwLock::new(stand_ins)),
         legacy_pods,
         ready: ready_rx,
     };
@@ -421,6 +480,8 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         stores,
         trigger,
         tasks,
+        client: client.clone(),
+        watched,
     }
 }
 
@@ -443,7 +504,7 @@ impl Stores {
         self.priority_classes.wait_until_ready().await?;
         self.pod_disruption_budgets.wait_until_ready().await?;
         self.node_groups.wait_until_ready().await?;
-        for (_, s) in self.gangs.iter().chain(&self.stand_ins) {
+        for (_, s) in read(&self.gangs).iter().chain(&read(&self.stand_ins)) {
             s.wait_until_ready().await?;
         }
         Ok(())

@@ -320,6 +320,8 @@ fn check(values: &str, text: &str) -> Rendered {
             "machines go through the provider"
         );
         assert!(allows(rules, "events.k8s.io", "events", "patch"));
+        // A node's NotRemovable Event is deleted once its cause is gone.
+        assert!(allows(rules, "events.k8s.io", "events", "delete"));
         assert!(
             !allows(rules, "", "nodes", "create"),
             "the controller never creates Nodes"

@@ -10,7 +10,10 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Controller, cluster, create_gang, create_node_group, events, node_group};
+use common::{
+    Controller, cluster, create_gang, create_node_group, create_node_group_with_id, events,
+    node_group,
+};
 use dra_api::{NodeGroup, NodeGroupStatus, UnconfirmedRequest, UpcomingNode};
 use dra_controller::executor::memory::{Call, InMemoryProvider};
 use dra_controller::executor::{ErrorCategory, GroupRef, IncreaseRequest, ScaleExecutor};
@@ -280,4 +283,123 @@ async fn a_request_that_never_reached_the_provider_is_released_at_once() {
     assert_eq!(summary.scaled_up.get("gpu"), Some(&2), "{summary:?}");
     assert!(!summary.retry_soon);
     assert_eq!(provider.increases().len(), 2);
+}
+
+/// A Node of group `group` registered by the provider, as kubectl prints one.
+async fn registered_node(client: &kube::Client, name: &str, group: &str) {
+    let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "labels": {"dra-autoscaler.io/node-group": group}},
+        "spec": {"providerID": format!("fake://{group}/{name}")},
+        "status": {"capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .expect("node");
+    Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("node registered");
+}
+
+#[tokio::test]
+async fn a_takeover_adopts_and_reports_the_dead_leaders_purchase() {
+    // A gang split over two groups: the dead leader recorded group a's answer, then asked for
+    // group b's nodes and died before recording that answer. Every node registered before the
+    // new leader's first loop: only the status and Events say what was bought.
+    let server = cluster().await;
+    let client = server.client();
+    let requested = Timestamp::from_second(Timestamp::now().as_second() - 30).unwrap();
+    let placeholders = |id: &str, count: usize| -> Vec<UpcomingNode> {
+        (0..count)
+            .map(|i| UpcomingNode {
+                name: format!("{id}-{i}"),
+                requested_at: Time(requested),
+            })
+            .collect()
+    };
+    let mut a = create_node_group_with_id(&client, "a", "a-pool", 8).await;
+    a.status = Some(NodeGroupStatus {
+        target_size: 1,
+        upcoming_size: 1,
+        upcoming_nodes: placeholders("a-1700000000000", 1),
+        last_scale_up: Some(dra_api::LastScaleUp {
+            time: Time(requested),
+            count: 1,
+            outcome: dra_api::ScaleUpOutcome::Succeeded,
+            message: "started 1 node(s) for default/split".into(),
+        }),
+        ..Default::default()
+    });
+    let mut b = create_node_group_with_id(&client, "b", "b-pool", 8).await;
+    b.status = Some(NodeGroupStatus {
+        target_size: 2,
+        upcoming_size: 2,
+        upcoming_nodes: placeholders("b-1700000000000", 2),
+        ..Default::default()
+    });
+    for group in [&a, &b] {
+        Api::<NodeGroup>::all(client.clone())
+            .replace_status(
+                group.metadata.name.as_deref().unwrap(),
+                &PostParams::default(),
+                group,
+            )
+            .await
+            .expect("status seeded");
+    }
+    registered_node(&client, "a-i-1", "a").await;
+    registered_node(&client, "b-i-1", "b").await;
+    registered_node(&client, "b-i-2", "b").await;
+
+    let provider = Arc::new(InMemoryProvider::new());
+    let controller = Controller::start(&client, provider.clone()).await;
+    controller.run_once().await;
+    assert!(
+        provider.calls().is_empty(),
+        "nothing asked again: {:?}",
+        provider.calls()
+    );
+
+    let b_status = node_group(&client, "b").await.status.unwrap();
+    assert_eq!((b_status.current_size, b_status.upcoming_size), (2, 0));
+    let last = b_status.last_scale_up.expect("the purchase is recorded");
+    assert_eq!(
+        (last.time.0, last.count, last.outcome),
+        (requested, 2, dra_api::ScaleUpOutcome::Succeeded)
+    );
+    assert!(
+        last.message.contains("request b-1700000000000"),
+        "{}",
+        last.message
+    );
+    // Group a's answer was recorded: nothing to adopt there.
+    let a_status = node_group(&client, "a").await.status.unwrap();
+    assert_eq!(
+        a_status.last_scale_up.unwrap().message,
+        "started 1 node(s) for default/split"
+    );
+
+    let scaled = events(&client, "ScaledUpGroup").await;
+    let about: Vec<(&str, &str)> = scaled
+        .iter()
+        .map(|(kind, name, _, _)| (kind.as_str(), name.as_str()))
+        .collect();
+    assert_eq!(about, [("NodeGroup", "b")], "{scaled:?}");
+    assert!(
+        scaled[0]
+            .3
+            .contains("2 node(s) registered for request b-1700000000000"),
+        "{scaled:?}"
+    );
+    assert!(
+        controller.metrics.encode().contains(
+            "dra_autoscaler_nodes_added_total{node_group=\"b\",capacity_type=\"on-demand\"} 2"
+        ),
+        "{}",
+        controller.metrics.encode()
+    );
+
+    // Reported once: the next loop finds nothing new.
+    controller.run_once().await;
+    assert_eq!(events(&client, "ScaledUpGroup").await.len(), 1);
 }

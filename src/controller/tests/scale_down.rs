@@ -437,3 +437,205 @@ async fn an_empty_node_goes_as_scale_down_empty_and_a_kept_node_says_why() {
         "{metrics}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallelism_counts_only_removals_in_flight() {
+    // --max-scale-down-parallelism bounds the removals under way at once (cluster-autoscaler's
+    // deletion tracker counts a node from its taint until its machine's delete returns). A node
+    // whose machine is deleted is done: the next pass may remove the next node at once, not 30
+    // minutes later.
+    let server = cluster().await;
+    let kube = server.client();
+    let cloud = cloud(&kube).await;
+    let (first, second) = two_nodes(&kube, &cloud).await;
+    let executor = common::connect_provider("fake", cloud.addr).await;
+    let evictions = common::no_retry_client(&server);
+    let mut one_at_a_time = config(SignedDuration::from_secs(20));
+    one_at_a_time.max_parallelism = 1;
+    let controller =
+        Controller::start_with(&kube, executor, Some((one_at_a_time, evictions))).await;
+    wait_for_stores(&controller, 0).await;
+
+    let t0 = Timestamp::now();
+    controller.run_once_at(t0).await;
+    let summary = controller
+        .run_once_at(t0 + SignedDuration::from_secs(2))
+        .await
+        .scale_down
+        .expect("ran");
+    assert_eq!(summary.started.len(), 1, "one at a time: {summary:#?}");
+    let removed_first = summary.started[0].clone();
+    let scale_downs = controller.autoscaler.scale_downs().expect("on");
+    assert!(scale_downs.settle(Duration::from_secs(20)).await);
+    assert_eq!(tainted(&kube, &removed_first).await, None, "deleted");
+    controller
+        .wait_for("the deleted node gone from the store", |i| {
+            i.nodes.len() == 1
+        })
+        .await;
+
+    let summary = controller
+        .run_once_at(t0 + SignedDuration::from_secs(4))
+        .await
+        .scale_down
+        .expect("ran");
+    let other = if removed_first == first {
+        &second
+    } else {
+        &first
+    };
+    assert_eq!(
+        summary.started,
+        [other.as_str()],
+        "the first removal is over; nothing is in flight: {summary:#?}"
+    );
+    assert!(scale_downs.settle(Duration::from_secs(20)).await);
+    assert_eq!(cloud.client.nodes("cpu").await.expect("instances").len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_down_empty_says_since_when_the_node_was_unneeded() {
+    let server = cluster().await;
+    let kube = server.client();
+    let cloud = cloud(&kube).await;
+    let (first, second) = two_nodes(&kube, &cloud).await;
+    running_pod(&kube, "batch-0", &second, "3", serde_json::json!({})).await;
+    let controller = controller(&server, &cloud, SignedDuration::from_secs(20)).await;
+    wait_for_stores(&controller, 1).await;
+
+    // metav1.Time keeps whole seconds: the unneeded-since time the status keeps.
+    let t0 = Timestamp::from_second(Timestamp::now().as_second()).unwrap();
+    controller.run_once_at(t0).await;
+    let summary = controller
+        .run_once_at(t0 + SignedDuration::from_secs(2))
+        .await
+        .scale_down
+        .expect("ran");
+    assert_eq!(summary.started, [first.as_str()], "{summary:#?}");
+    let scale_downs = controller.autoscaler.scale_downs().expect("on");
+    assert!(scale_downs.settle(Duration::from_secs(20)).await);
+    let empty = events(&kube, "ScaleDownEmpty").await;
+    assert_eq!(empty.len(), 2, "{empty:?}");
+    for (_, _, _, note) in &empty {
+        assert!(
+            note.starts_with(&format!("empty node {first} removed")),
+            "{note}"
+        );
+        assert!(
+            note.contains(&format!("it was unneeded since {t0}")),
+            "{note}"
+        );
+    }
+}
+
+/// A pod without a controller on `node` (1 CPU): cluster-autoscaler's rules keep its node.
+async fn bare_pod(kube: &Client, name: &str, node: &str) {
+    running_pod(
+        kube,
+        name,
+        node,
+        "1",
+        serde_json::json!({"metadata": {"ownerReferences": []}}),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_not_removable_inside_the_scale_down_delay_after_add() {
+    // Within --scale-down-delay-after-add nothing is removed whatever the nodes' state: why a
+    // node would be kept is noise then. After the delay it is said.
+    let server = cluster().await;
+    let kube = server.client();
+    let cloud = cloud(&kube).await;
+    let (first, second) = two_nodes(&kube, &cloud).await;
+    bare_pod(&kube, "bare", &second).await;
+    running_pod(&kube, "batch-0", &first, "3", serde_json::json!({})).await;
+    let t0 = Timestamp::from_second(Timestamp::now().as_second()).unwrap();
+    let mut group = common::node_group(&kube, "cpu").await;
+    group
+        .status
+        .get_or_insert_with(Default::default)
+        .last_scale_up = Some(dra_api::LastScaleUp {
+        time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t0),
+        count: 2,
+        outcome: dra_api::ScaleUpOutcome::Succeeded,
+        message: "started 2 node(s) for default/x".into(),
+    });
+    Api::<dra_api::NodeGroup>::all(kube.clone())
+        .replace_status("cpu", &PostParams::default(), &group)
+        .await
+        .expect("status seeded");
+    let executor = common::connect_provider("fake", cloud.addr).await;
+    let evictions = common::no_retry_client(&server);
+    let mut delayed = config(SignedDuration::from_secs(20));
+    delayed.delay_after_add = SignedDuration::from_mins(10);
+    let controller = Controller::start_with(&kube, executor, Some((delayed, evictions))).await;
+    wait_for_stores(&controller, 2).await;
+    controller
+        .wait_for("the seeded status in the store", |i| {
+            i.node_groups
+                .iter()
+                .any(|g| g.status.as_ref().is_some_and(|s| s.last_scale_up.is_some()))
+        })
+        .await;
+
+    controller
+        .run_once_at(t0 + SignedDuration::from_mins(1))
+        .await;
+    assert!(
+        events(&kube, "NotRemovable").await.is_empty(),
+        "inside the delay after a scale-up"
+    );
+    controller
+        .run_once_at(t0 + SignedDuration::from_mins(11))
+        .await;
+    let kept = events(&kube, "NotRemovable").await;
+    assert!(
+        kept.iter()
+            .any(|(_, name, _, note)| name == &second && note.contains("no controller")),
+        "{kept:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_not_removable_event_goes_with_its_cause() {
+    let server = cluster().await;
+    let kube = server.client();
+    let cloud = cloud(&kube).await;
+    let (first, second) = two_nodes(&kube, &cloud).await;
+    bare_pod(&kube, "bare", &second).await;
+    running_pod(&kube, "batch-0", &first, "3", serde_json::json!({})).await;
+    let controller = controller(&server, &cloud, SignedDuration::from_secs(20)).await;
+    wait_for_stores(&controller, 2).await;
+    let t0 = Timestamp::now();
+    controller.run_once_at(t0).await;
+    let kept = events(&kube, "NotRemovable").await;
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(
+        kept[0].3.contains("pod default/bare has no controller"),
+        "{kept:?}"
+    );
+
+    // The pod goes: the node is empty, unneeded, and no longer kept for that reason.
+    Api::<Pod>::namespaced(kube.clone(), "default")
+        .delete("bare", &Default::default())
+        .await
+        .expect("pod deleted");
+    controller
+        .wait_for("the pod gone from the store", |i| i.pods.len() == 1)
+        .await;
+    let summary = controller
+        .run_once_at(t0 + SignedDuration::from_secs(1))
+        .await
+        .scale_down
+        .expect("ran");
+    let report = summary.report.expect("analysed");
+    assert!(
+        report.unneeded.iter().any(|u| u.node == second),
+        "{report:#?}"
+    );
+    assert!(
+        events(&kube, "NotRemovable").await.is_empty(),
+        "the Event whose cause is gone is gone too"
+    );
+}

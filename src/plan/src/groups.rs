@@ -48,33 +48,21 @@ impl Group {
 }
 
 /// Every rule a NodeGroup spec must meet to be planned for: those of
-/// [`NodeGroupSpec::validate`], and template `capacity`/`allocatable` values
-/// that are Kubernetes quantities (`cpu: "lots"` would otherwise count as 0).
+/// [`NodeGroupSpec::validate`] (template quantities included: `cpu: "lots"`
+/// would otherwise count as 0), the one validation every reader of a spec
+/// shares (the controller, `simulate`, the providers).
 ///
 /// # Errors
 /// Every problem, each naming its field, joined by `; `.
 pub fn check(spec: &NodeGroupSpec) -> Result<(), String> {
-    let mut problems: Vec<String> = match spec.validate() {
-        Ok(()) => Vec::new(),
-        Err(invalid) => invalid.errors.iter().map(ToString::to_string).collect(),
-    };
-    let template = &spec.template;
-    let lists = std::iter::once(("capacity", Some(&template.capacity))).chain(std::iter::once((
-        "allocatable",
-        template.allocatable.as_ref(),
-    )));
-    for (field, list) in lists {
-        for (resource, quantity) in list.into_iter().flatten() {
-            if let Err(e) = dra_sim::quantity::nano_value(&quantity.0) {
-                problems.push(format!("spec.template.{field}.{resource}: {e}"));
-            }
-        }
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
+    spec.validate().map_err(|invalid| {
+        invalid
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 /// Reads the NodeGroups among `extra`, checking each ([`check`]); invalid ones become
@@ -129,10 +117,6 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
             errors.push(error(e));
             continue;
         }
-        if let Err(e) = template_quantities(&group.spec) {
-            errors.push(error(e));
-            continue;
-        }
         let upcoming = group
             .status
             .as_ref()
@@ -152,22 +136,6 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
 /// quantity: the API server refuses a Node whose status carries anything
 /// else, so a group with one can never make the node it describes (and
 /// reading `cpu: lots` as no CPU would plan against a node that cannot be).
-fn template_quantities(spec: &NodeGroupSpec) -> Result<(), String> {
-    let template = &spec.template;
-    let fields = [
-        ("capacity", Some(&template.capacity)),
-        ("allocatable", template.allocatable.as_ref()),
-    ];
-    for (field, values) in fields {
-        for (resource, quantity) in values.into_iter().flatten() {
-            if let Err(e) = dra_sim::quantity::nano_value(&quantity.0) {
-                return Err(format!("field spec.template.{field}.{resource}: {e}"));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// How many more nodes each group may get: `maxSize`, the reservation's
 /// remaining slots (shared by every group of that reservation) and its end
 /// time. Planned nodes are counted against both as planning goes.

@@ -612,3 +612,35 @@ fn a_waiting_request_still_expires_and_an_unknown_provisioned_is_never_tried() {
         "{r:?}"
     );
 }
+
+#[test]
+fn a_provisioned_request_says_which_groups_and_how_many_nodes() {
+    // Upstream's `Capacity is found in the cluster`, then where: node-a (8 CPU) holds 8 of the
+    // 10 one-CPU pods, one new 4-CPU node of group cpu the other 2.
+    let group = "apiVersion: dra-autoscaler.io/v1alpha1\nkind: NodeGroup\nmetadata: {name: cpu}\nspec:\n  provider: fake\n  providerID: cpu\n  minSize: 0\n  maxSize: 5\n  capacityType: on-demand\n  pricePerHour: 1\n  template:\n    capacity: {cpu: '4', memory: 16Gi, pods: '110'}\n";
+    let request = |class: &str, count: u32| {
+        format!(
+            "{group}---\napiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {{name: r, namespace: ml}}\nspec:\n  provisioningClassName: {class}\n  podSets:\n  - podTemplateRef: {{name: chunk}}\n    count: {count}\n"
+        )
+    };
+    let report = run(&request(ATOMIC, 10), None);
+    let condition = report.provisioning_requests[0]
+        .condition
+        .clone()
+        .expect("condition");
+    assert_eq!(condition.reason, "CapacityIsProvisioned");
+    assert_eq!(
+        condition.message,
+        "Capacity is found in the cluster: 1 new node(s) of group cpu, existing node(s) node-a"
+    );
+    let report = run(&request(CHECK, 2), None);
+    let condition = report.provisioning_requests[0]
+        .condition
+        .clone()
+        .expect("condition");
+    assert_eq!(condition.reason, "CapacityIsFound");
+    assert_eq!(
+        condition.message,
+        "Capacity is found in the cluster: existing node(s) node-a"
+    );
+}

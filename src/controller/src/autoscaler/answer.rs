@@ -166,7 +166,7 @@ impl Autoscaler {
             time: Time(now),
             count: to_i32(count),
             outcome: executor::outcome_of(error.category),
-            message: detail,
+            message: detail.clone(),
         });
         let until = refused.then(|| {
             backoff::enter(
@@ -192,7 +192,9 @@ impl Autoscaler {
                     group,
                     true,
                     FAILED_TO_SCALE_UP_GROUP,
-                    format!("scale-up of {count} node(s) failed: {message}"),
+                    // What happens next too (nothing started and a retry shortly, kept as
+                    // upcoming, or a backoff), as the log line and lastScaleUp say it.
+                    format!("scale-up of {count} node(s) failed: {detail}"),
                 ),
                 now,
             )

@@ -83,7 +83,7 @@ pub struct ScaleDownSummary {
 }
 
 /// Removals this process is running, and machines it deleted recently (their Node objects
-/// may linger a while, still tainted).
+/// may linger a while, still tainted: they are not removals from before a restart).
 #[derive(Debug, Default)]
 struct Removals {
     running: BTreeSet<String>,
@@ -178,6 +178,15 @@ fn cooldown_until(
     (until > now).then_some(until)
 }
 
+/// `; unneeded since <time> (<how long> before it went)`, or nothing when unknown.
+fn unneeded_since(since: Option<Timestamp>, removed: Timestamp) -> String {
+    since.map_or_else(String::new, |since| {
+        let since = seconds(since);
+        let waited = SignedDuration::from_secs(removed.duration_since(since).as_secs().max(0));
+        format!("; it was unneeded since {since} ({waited:#} before it went)")
+    })
+}
+
 impl ScaleDowns {
     /// Scale-down acting through `client` and `executor`. Evictions go through `evictions`,
     /// which should not retry `429 TooManyRequests` itself (kube's default client does, for
@@ -252,12 +261,11 @@ impl ScaleDowns {
             .filter(|n| !running.contains(*n) && !recently_deleted.contains(*n))
             .cloned()
             .collect();
-        let in_progress: BTreeSet<String> = running
-            .iter()
-            .chain(&orphans)
-            .chain(&recently_deleted)
-            .cloned()
-            .collect();
+        // Removals in flight: our tasks, and removals from before a restart. A machine already
+        // deleted is no removal in flight, though its Node may linger (tainted, so neither a
+        // candidate nor a destination): counting it would hold `--max-scale-down-parallelism`
+        // for as long as it is remembered, as cluster-autoscaler's deletion tracker does not.
+        let in_progress: BTreeSet<String> = running.iter().chain(&orphans).cloned().collect();
 
         let unneeded_since: BTreeMap<String, Timestamp> = state
             .groups
@@ -299,7 +307,18 @@ impl ScaleDowns {
 
         self.record_unneeded(&report, state.groups, now, status)
             .await;
-        self.tell_why_kept(&report, state.nodes, now).await;
+        let cooldown = cooldown_until(
+            state.groups,
+            state.scaled_up_now,
+            now,
+            self.config.delay_after_add,
+        );
+        // Within the delay after a scale-up nothing is removed, whatever the nodes' state: why
+        // one would be kept is no news then (the nodes just added are usually the ones asked
+        // about).
+        if cooldown.is_none() {
+            self.tell_why_kept(&report, state.nodes, now).await;
+        }
 
         // Removals from before a restart: finish the ones that still can, revert the rest.
         let abandoned: BTreeSet<&str> = report.abandoned.iter().map(|b| b.node.as_str()).collect();
@@ -333,17 +352,11 @@ impl ScaleDowns {
                     .and_then(|g| state.groups.get(g))
             {
                 tracing::info!(node = %name, "resuming a removal found under way");
-                self.spawn_removal(node.clone(), group, false, now);
+                self.spawn_removal(node.clone(), group, false, None, now);
                 summary.resumed.push(name.clone());
             }
         }
 
-        let cooldown = cooldown_until(
-            state.groups,
-            state.scaled_up_now,
-            now,
-            self.config.delay_after_add,
-        );
         if let Some(until) = cooldown {
             if !report.scale_downs.is_empty() {
                 summary.held = Some(format!("scale-up cooldown until {until}"));
@@ -365,7 +378,12 @@ impl ScaleDowns {
                     continue;
                 }
                 tracing::info!(node = %removal.node, node_group = %removal.node_group, reason = %removal.reason, "removing node");
-                self.spawn_removal(node.clone(), group, removal.empty, now);
+                let since = report
+                    .unneeded
+                    .iter()
+                    .find(|u| u.node == removal.node)
+                    .and_then(|u| u.since);
+                self.spawn_removal(node.clone(), group, removal.empty, since, now);
                 summary.started.push(removal.node.clone());
             }
         }
@@ -410,24 +428,28 @@ impl ScaleDowns {
         }
     }
 
-    /// `NotRemovable` on each underused node kept for a reason other than time.
+    /// `NotRemovable` on each underused node kept for a reason other than time, as the one
+    /// such Event on it; a node kept for no such reason any more (unneeded, busy again, or
+    /// removable) loses the one it had, so its last `NotRemovable` never outlives its cause.
     async fn tell_why_kept(&self, report: &ScaleDownReport, nodes: &[Arc<Node>], now: Timestamp) {
-        for kept in report.scale_down_blocked.iter().filter(|b| !b.waiting) {
-            if let Some(node) = nodes
-                .iter()
-                .find(|n| n.metadata.name.as_deref() == Some(kept.node.as_str()))
-            {
-                self.events
-                    .publish(
-                        &notice(
-                            node.object_ref(&()),
-                            false,
-                            NOT_REMOVABLE,
-                            kept.reason.clone(),
-                        ),
-                        now,
-                    )
-                    .await;
+        let kept: BTreeMap<&str, &str> = report
+            .scale_down_blocked
+            .iter()
+            .filter(|b| !b.waiting)
+            .map(|b| (b.node.as_str(), b.reason.as_str()))
+            .collect();
+        for node in nodes {
+            let regarding = node.object_ref(&());
+            match kept.get(node.metadata.name.as_deref().unwrap_or_default()) {
+                Some(reason) => {
+                    self.events
+                        .replace(
+                            &notice(regarding, false, NOT_REMOVABLE, (*reason).to_string()),
+                            now,
+                        )
+                        .await;
+                }
+                None => self.events.retract(&regarding, NOT_REMOVABLE).await,
             }
         }
     }
@@ -467,8 +489,16 @@ impl ScaleDowns {
         }
     }
 
-    /// Starts the task that drains `node` and deletes its machine.
-    fn spawn_removal(&self, node: Arc<Node>, group: &NodeGroup, empty: bool, now: Timestamp) {
+    /// Starts the task that drains `node` and deletes its machine; `since` is when it was first
+    /// found unneeded (unknown for a removal resumed after a restart).
+    fn spawn_removal(
+        &self,
+        node: Arc<Node>,
+        group: &NodeGroup,
+        empty: bool,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) {
         let name = node.metadata.name.clone().unwrap_or_default();
         {
             let mut removals = lock(&self.removals);
@@ -496,17 +526,20 @@ impl ScaleDowns {
             let done_at = Timestamp::now().max(now);
             match outcome {
                 Ok(evicted) => {
+                    let unneeded = unneeded_since(since, done_at);
                     let (reason, label, note) = if empty && evicted == 0 {
                         (
                             SCALE_DOWN_EMPTY,
                             crate::metrics::SCALED_DOWN_EMPTY,
-                            format!("removing empty node {name}"),
+                            format!("empty node {name} removed{unneeded}"),
                         )
                     } else {
                         (
                             SCALE_DOWN,
                             crate::metrics::SCALED_DOWN_UNDERUTILIZED,
-                            format!("node {name} removed after evicting {evicted} pod(s)"),
+                            format!(
+                                "node {name} removed after evicting {evicted} pod(s){unneeded}"
+                            ),
                         )
                     };
                     metrics

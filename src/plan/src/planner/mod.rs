@@ -271,8 +271,9 @@ fn run(
         }
     }
     planner.upcoming_end = planner.snapshot.nodes().len();
-    // Booked capacity is taken before any pending pod is planned.
-    let booked = stand_ins.book(&mut planner, options.now);
+    // Booked capacity is taken before any pending pod is planned, from what
+    // the pods the scheduler will place now leave free.
+    let booked = stand_ins.book(&mut planner, gangs, options.now);
     planner.snapshot.seal();
     let mut report = PlanReport {
         node_group_errors,
@@ -314,7 +315,15 @@ fn run(
         })
         .collect();
     planner.report_consumers(&stand_ins, &mut report);
-    stand_ins.report(&mut report, &booked, options.now);
+    let upcoming: BTreeMap<String, String> = planner.snapshot.nodes()
+        [planner.cluster_nodes..planner.upcoming_end]
+        .iter()
+        .filter_map(|n| {
+            let group = n.metadata.labels.as_ref()?.get(dra_api::NODE_GROUP_LABEL)?;
+            Some((n.metadata.name.clone()?, group.clone()))
+        })
+        .collect();
+    stand_ins.report(&mut report, &booked, &upcoming, options.now);
     (report, planner.snapshot, planner.names)
 }
 

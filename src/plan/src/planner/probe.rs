@@ -17,24 +17,78 @@ const PROBE_SAMPLE: usize = 256;
 /// `per_node`, exactly that many when `exact` (a probe had more waiting).
 ///
 /// What it knows holds for every pod of the signature, so it keeps no pod:
-/// an answer names the pods it is asked about, never the pod it learnt from.
+/// an answer names the pods it is asked about, never the pod it learnt from,
+/// and their own claims (identical pods of one ResourceClaimTemplate have a
+/// claim each: a text about one pod's claim is reworded for the other's).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Capacity {
     per_node: usize,
     exact: bool,
     per_pod: (i64, i64),
-    /// Why such a pod is refused (once the node is full, or outright).
-    refusal: Option<String>,
-    /// The error the scheduler fails such a pod with on such a node.
-    error: Option<String>,
+    /// Why such a pod is refused (once the node is full, or outright), and
+    /// the claims of the pod it was said of.
+    refusal: Option<(String, Vec<String>)>,
+    /// The error the scheduler fails such a pod with on such a node, and the
+    /// claims of the pod it was said of.
+    error: Option<(String, Vec<String>)>,
+}
+
+/// A pod's claims, as reasons name them (`namespace/name`), in pod order.
+fn claim_names(claims: Option<&PodClaims>) -> Vec<String> {
+    claims
+        .map(|c| {
+            c.to_allocate
+                .iter()
+                .chain(&c.allocated)
+                .map(ToString::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `text`, said of a pod with the claims `from`, as said of a pod of the same
+/// signature with the claims `to` (same order): each claim name of the first,
+/// where it stands as a whole name, becomes the second's.
+fn in_own_claims(text: &str, from: &[String], to: &[String]) -> String {
+    if from.len() != to.len() || from == to {
+        return text.to_string();
+    }
+    // A name character on either side means a longer name, not this one.
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '/' | '_');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    'scan: while !rest.is_empty() {
+        let after_name = out.chars().next_back().is_some_and(is_name_char);
+        if !after_name {
+            for (old, new) in from.iter().zip(to) {
+                if let Some(tail) = rest.strip_prefix(old.as_str())
+                    && !tail.chars().next().is_some_and(is_name_char)
+                {
+                    out.push_str(new);
+                    rest = tail;
+                    continue 'scan;
+                }
+            }
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            out.push(c);
+        }
+        rest = chars.as_str();
+    }
+    out
 }
 
 impl Capacity {
-    /// The probe result for `waiting`, identical pods, if known.
-    fn answer(&self, waiting: &[usize]) -> Option<Probe> {
+    /// The probe result for `waiting`, identical pods, if known, in words
+    /// about each pod's own claims.
+    fn answer(&self, waiting: &[usize], claims: &BTreeMap<usize, PodClaims>) -> Option<Probe> {
+        let own = |said: &(String, Vec<String>), pod: usize| {
+            in_own_claims(&said.0, &said.1, &claim_names(claims.get(&pod)))
+        };
         if let Some(error) = &self.error {
             return Some(Probe {
-                errors: waiting.iter().map(|&p| (p, error.clone())).collect(),
+                errors: waiting.iter().map(|&p| (p, own(error, p))).collect(),
                 ..Probe::default()
             });
         }
@@ -47,20 +101,21 @@ impl Capacity {
             yielded,
             requested: (self.per_pod.0 * count, self.per_pod.1 * count),
             refusal: match (yielded, waiting.first(), &self.refusal) {
-                (0, Some(&first), Some(reason)) => Some((first, reason.clone())),
+                (0, Some(&first), Some(reason)) => Some((first, own(reason, first))),
                 _ => None,
             },
             errors: Vec::new(),
         })
     }
 
-    fn learn(&mut self, waiting: usize, probe: &Probe) {
+    fn learn(&mut self, waiting: usize, probe: &Probe, claims: &BTreeMap<usize, PodClaims>) {
         if probe.yielded > 0 {
             let count = i64::try_from(probe.yielded).unwrap_or(i64::MAX);
             self.per_pod = (probe.requested.0 / count, probe.requested.1 / count);
         }
-        self.refusal = probe.refusal.as_ref().map(|(_, reason)| reason.clone());
-        self.error = probe.errors.first().map(|(_, error)| error.clone());
+        let said = |(pod, text): &(usize, String)| (text.clone(), claim_names(claims.get(pod)));
+        self.refusal = probe.refusal.as_ref().map(said);
+        self.error = probe.errors.first().map(said);
         self.per_node = self.per_node.max(probe.yielded);
         self.exact |= probe.yielded < waiting;
     }
@@ -105,7 +160,7 @@ impl Planner<'_> {
         let cache_key = uniform.map(|sig| (group, sig));
         let known = cache_key
             .and_then(|k| self.capacities.get(&k))
-            .and_then(|c| c.answer(waiting));
+            .and_then(|c| c.answer(waiting, claims));
         if let Some(answer) = known {
             return answer;
         }
@@ -117,7 +172,7 @@ impl Planner<'_> {
             self.capacities
                 .entry(k)
                 .or_default()
-                .learn(waiting.len(), &result);
+                .learn(waiting.len(), &result, claims);
         }
         result
     }

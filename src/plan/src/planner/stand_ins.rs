@@ -14,7 +14,7 @@ use dra_sim::snapshot::{Snapshot, Verdict};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
-use super::{PlanOptions, Planner};
+use super::{Attempt, PlanOptions, Planner};
 use crate::buffers::{self, Buffer};
 use crate::gang::{Gang, GangApi, GangRef};
 use crate::provreq::{self, Request, Stage};
@@ -124,39 +124,70 @@ impl StandIns {
     }
 
     /// Books the capacity of provisioned requests whose booking has not run
-    /// out at `now`: each of their pods on the first node, in name order,
-    /// that takes it. Returns, per request index, the nodes of the pods
-    /// booked, one per pod (`None`: the booking has expired).
+    /// out at `now`, as cluster-autoscaler's `bookCapacity` does: after
+    /// `FilterOutSchedulable` has packed the pending pods onto free existing
+    /// and upcoming capacity (the scheduler ignores bookings, so those pods
+    /// get that room whatever is booked), each booked pod takes the first
+    /// registered node, in name order, that still takes it; one that finds
+    /// none is not booked (best effort, never a scale-up). So a booking
+    /// holds only capacity that exists and is free, and never the nodes
+    /// bought for a pending gang, upcoming or registered. The pending pods'
+    /// placements are undone afterwards: `gangs` are planned as usual, on
+    /// what the bookings leave. Returns, per request index, the nodes of the
+    /// pods booked, one per pod (`None`: the booking has expired).
     pub(super) fn book(
         &self,
         planner: &mut Planner<'_>,
+        gangs: &[Gang],
         now: Option<Timestamp>,
     ) -> BTreeMap<usize, Option<Vec<String>>> {
         let mut booked = BTreeMap::new();
+        let mut to_book = Vec::new();
         for (i, request) in self.requests.iter().enumerate() {
             let Stage::Booked { since } = request.stage else {
                 continue;
             };
             if provreq::booking_expired(since, now) {
                 booked.insert(i, None);
-                continue;
+            } else {
+                to_book.push(i);
             }
-            let nodes = request
-                .pods
-                .iter()
-                .filter_map(|pod| planner.book_pod(pod.clone()))
-                .collect();
-            booked.insert(i, Some(nodes));
         }
+        let mut nodes_of: BTreeMap<usize, Vec<String>> =
+            to_book.iter().map(|&i| (i, Vec::new())).collect();
+        if to_book.iter().all(|&i| self.requests[i].pods.is_empty()) {
+            booked.extend(nodes_of.into_iter().map(|(i, nodes)| (i, Some(nodes))));
+            return booked;
+        }
+        let before = planner.snapshot.checkpoint();
+        planner.place_what_fits_now(gangs);
+        let mut chosen = Vec::new();
+        for &i in &to_book {
+            for pod in &self.requests[i].pods {
+                chosen.push((i, pod, planner.book_pod(pod.clone())));
+            }
+        }
+        planner.snapshot.rollback(before);
+        for (i, pod, node) in chosen {
+            if let Some(name) = node.and_then(|node| planner.book_pod_on(pod.clone(), node))
+                && let Some(nodes) = nodes_of.get_mut(&i)
+            {
+                nodes.push(name);
+            }
+        }
+        booked.extend(nodes_of.into_iter().map(|(i, nodes)| (i, Some(nodes))));
         booked
     }
 
     /// Adds the `provisioningRequests` and `capacityBuffers` entries to
     /// `report`, from how their gangs and pods were planned.
+    /// `upcoming` maps the names of the nodes standing for upcoming ones to
+    /// their groups.
     pub(super) fn report(
         &self,
         report: &mut PlanReport,
         booked: &BTreeMap<usize, Option<Vec<String>>>,
+        upcoming: &BTreeMap<String, String>,
         now: Option<Timestamp>,
     ) {
         let pods: BTreeMap<&str, &PodReport> =
@@ -177,6 +208,14 @@ impl StandIns {
             let planned = provreq::Planned {
                 lands: gang_report.is_some_and(|g| g.outcome == GangOutcome::Lands),
                 new_nodes,
+                placed: gang_report.map_or_else(Vec::new, |g| {
+                    where_placed(
+                        g.members
+                            .iter()
+                            .filter_map(|m| pods.get(m.to_string().as_str()).copied()),
+                        upcoming,
+                    )
+                }),
                 reasons: gang_report.map_or(&[], |g| g.reasons.as_slice()),
                 booked: booked.get(&i).and_then(Option::as_ref).map_or(0, Vec::len),
                 booked_nodes: booked
@@ -208,6 +247,50 @@ impl StandIns {
     }
 }
 
+/// Where `pods` landed, as people read it: per group, how many new nodes and how
+/// many upcoming ones, then the existing nodes by name (each node once).
+fn where_placed<'a>(
+    pods: impl Iterator<Item = &'a PodReport>,
+    upcoming: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut new: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    let mut booting: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    let mut existing: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    for pod in pods {
+        let Some(node) = pod.node.as_deref() else {
+            continue;
+        };
+        match (pod.outcome, pod.node_group.as_deref(), upcoming.get(node)) {
+            (Outcome::FitsNewNode, Some(group), _) => {
+                new.entry(group).or_default().insert(node);
+            }
+            (Outcome::Fits, _, Some(group)) => {
+                booting.entry(group).or_default().insert(node);
+            }
+            (Outcome::Fits, _, None) => {
+                existing.insert(node);
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<String> = new
+        .iter()
+        .map(|(group, nodes)| format!("{} new node(s) of group {group}", nodes.len()))
+        .collect();
+    out.extend(
+        booting
+            .iter()
+            .map(|(group, nodes)| format!("{} upcoming node(s) of group {group}", nodes.len())),
+    );
+    if !existing.is_empty() {
+        out.push(format!(
+            "existing node(s) {}",
+            existing.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    out
+}
+
 impl Planner<'_> {
     /// Reports the pending pods consuming a request: they wait for its
     /// booked room and never trigger a scale-up.
@@ -225,28 +308,71 @@ impl Planner<'_> {
         }
     }
 
-    /// Places a booked pod on the first node that takes it and returns the
-    /// node's name; `None` (and nothing changed) when none does.
-    fn book_pod(&mut self, pod: Pod) -> Option<String> {
+    /// Places what the scheduler will place now, whatever is booked: every
+    /// pending gang of the input (not the stand-ins) that lands whole on the
+    /// nodes the snapshot has, registered or upcoming, in plan order, as
+    /// cluster-autoscaler's `FilterOutSchedulable` does before bookings are
+    /// made. A gang that does not land is left as it was. Leaves the
+    /// placements in the snapshot and commits nothing: the caller rolls
+    /// back.
+    fn place_what_fits_now(&mut self, gangs: &[Gang]) {
+        for gang in gangs {
+            let stand_in = matches!(
+                gang.api,
+                GangApi::ProvisioningRequest | GangApi::CapacityBuffer
+            );
+            if stand_in || gang.blocked.is_some() || gang.existing_only {
+                continue;
+            }
+            let (claims, _) = self.resolve_claims(&gang.pending);
+            let existing = self.snapshot.nodes().len();
+            let keys = self.colocation_keys(gang);
+            for domain in self.domains(&keys, existing) {
+                let start = self.snapshot.checkpoint();
+                let mut attempt = Attempt::default();
+                self.place_on_existing(gang, &claims, (&domain, existing), &mut attempt);
+                if !attempt.placements.is_empty() && attempt.placements.len() >= gang.needed() {
+                    break;
+                }
+                self.snapshot.rollback(start);
+            }
+        }
+    }
+
+    /// Places a booked pod on the first registered node that takes it and
+    /// returns the node's index; `None` (and nothing changed) when none does.
+    /// Upcoming nodes are not capacity that exists yet. Commits nothing (the
+    /// caller holds a checkpoint).
+    fn book_pod(&mut self, pod: Pod) -> Option<usize> {
         let before = self.snapshot.checkpoint();
         let pod_index = self.snapshot.add_pod(pod);
         if let Ok(claims) = self.snapshot.resolve_claims(pod_index) {
-            for node_index in 0..self.snapshot.nodes().len() {
+            for node_index in 0..self.cluster_nodes {
                 if let Verdict::Fits(allocations) =
                     self.snapshot.check(pod_index, node_index, &claims)
                 {
                     self.snapshot
                         .bind(pod_index, node_index, &claims, allocations);
-                    self.snapshot.commit(before);
-                    return Some(
-                        self.snapshot.nodes()[node_index]
-                            .metadata
-                            .name
-                            .clone()
-                            .unwrap_or_default(),
-                    );
+                    return Some(node_index);
                 }
             }
+        }
+        self.snapshot.rollback(before);
+        None
+    }
+
+    /// Places a booked pod on `node_index` (where [`Self::book_pod`] found
+    /// it room with more placed around it) and returns the node's name;
+    /// `None` (and nothing changed) when the node does not take it.
+    fn book_pod_on(&mut self, pod: Pod, node_index: usize) -> Option<String> {
+        let before = self.snapshot.checkpoint();
+        let pod_index = self.snapshot.add_pod(pod);
+        if let Ok(claims) = self.snapshot.resolve_claims(pod_index)
+            && let Verdict::Fits(allocations) = self.snapshot.check(pod_index, node_index, &claims)
+        {
+            self.snapshot
+                .bind(pod_index, node_index, &claims, allocations);
+            return self.snapshot.nodes()[node_index].metadata.name.clone();
         }
         self.snapshot.rollback(before);
         None

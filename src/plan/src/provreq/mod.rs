@@ -14,8 +14,12 @@
 //!   never a scale-up.
 //! - a request with `Provisioned=True` and neither `Failed` nor
 //!   `BookingExpired` true has its capacity booked: its pods are placed on
-//!   existing capacity before anything else is planned (upstream's
-//!   `bookCapacity`), less the pods consuming it that are already scheduled
+//!   the free room of registered nodes before anything else is planned
+//!   (upstream's `bookCapacity`), after the pending pods the scheduler will
+//!   place now (upstream's `FilterOutSchedulable` runs first: the scheduler
+//!   ignores bookings), best effort: a booked pod without room is not
+//!   booked, and a booking never buys a node nor takes nodes bought for a
+//!   pending gang; less the pods consuming it that are already scheduled
 //!   (annotation `autoscaling.x-k8s.io/consume-provisioning-request`, or the
 //!   deprecated `cluster-autoscaler.kubernetes.io/…`); a pending pod with the
 //!   annotation never triggers a scale-up (upstream's
@@ -575,6 +579,9 @@ pub(crate) fn booking_expired(since: Option<Timestamp>, now: Option<Timestamp>) 
 pub(crate) struct Planned<'a> {
     pub(crate) lands: bool,
     pub(crate) new_nodes: bool,
+    /// Where its pods landed, as people read it (`2 new node(s) of group g`,
+    /// `existing node(s) a, b`), for the `Provisioned=True` message.
+    pub(crate) placed: Vec<String>,
     pub(crate) reasons: &'a [String],
     pub(crate) booked: usize,
     pub(crate) booked_nodes: Vec<String>,
@@ -681,7 +688,7 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
             out.booked_nodes.clone_from(&planned.booked_nodes);
             if planned.booked < request.pods.len() {
                 out.reasons.push(format!(
-                    "{} of the {} booked pods found no room on existing capacity",
+                    "{} of the {} booked pods found no room: a booking holds only free capacity of registered nodes, after the pending pods the scheduler will place there (it ignores bookings); it never buys nodes",
                     request.pods.len() - planned.booked,
                     request.pods.len()
                 ));
@@ -689,21 +696,26 @@ pub(crate) fn report(request: &Request, planned: &Planned<'_>) -> ProvisioningRe
         }
         Stage::Plan if planned.lands => {
             out.outcome = RequestOutcome::Provisioned;
-            out.condition = Some(if planned.new_nodes {
-                Condition::new(
-                    condition::PROVISIONED,
-                    true,
-                    reason::CAPACITY_IS_PROVISIONED,
-                    "Capacity is found in the cluster",
-                )
+            // Upstream's message, then where: which groups and how many nodes.
+            let message = if planned.placed.is_empty() {
+                "Capacity is found in the cluster".to_string()
             } else {
-                Condition::new(
-                    condition::PROVISIONED,
-                    true,
-                    reason::CAPACITY_IS_FOUND,
-                    "Capacity is found in the cluster",
+                format!(
+                    "Capacity is found in the cluster: {}",
+                    planned.placed.join(", ")
                 )
-            });
+            };
+            let reason = if planned.new_nodes {
+                reason::CAPACITY_IS_PROVISIONED
+            } else {
+                reason::CAPACITY_IS_FOUND
+            };
+            out.condition = Some(Condition::new(
+                condition::PROVISIONED,
+                true,
+                reason,
+                message,
+            ));
         }
         Stage::Plan => {
             out.reasons = planned.reasons.to_vec();
