@@ -182,8 +182,11 @@ impl FeatureGates {
             device_binding_conditions: m >= 36,
             resource_claim_device_status: true,
             consumable_capacity: m >= 36,
-            // Beta and on in 1.37.
-            fractional_capacity_range: m >= 37,
+            // Beta in 1.37, but on only with a compatibility version of 1.37
+            // (`MinCompatibilityVersion` in its versioned spec); kube-scheduler
+            // 1.37 runs at --min-compatibility-version 1.36 by default, so it
+            // is off (checked against kube-scheduler v1.37.2 by e2e/oracle).
+            fractional_capacity_range: false,
             list_type_attributes: false,
             extended_resource: m >= 36,
             device_compatibility_groups: false,
@@ -338,6 +341,10 @@ mod tests {
         );
         let v137 = FeatureGates::default();
         assert!(v137.device_taint_rules && v137.extended_resource);
+        assert!(
+            !v137.fractional_capacity_range,
+            "on only with --min-compatibility-version 1.37, which defaults to 1.36"
+        );
         assert!(!v137.list_type_attributes && !v137.generic_workload);
         assert!(v137.gang_scheduling, "merged into GenericWorkload in 1.37");
         assert!(!v136.gang_scheduling);
