@@ -162,7 +162,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
             failed = true;
         }
         let done = index - args.start + 1;
-        if args.progress > 0 && done % args.progress == 0 && done < args.clusters {
+        if args.progress > 0 && done.is_multiple_of(args.progress) && done < args.clusters {
             summary(
                 "generated (so far)",
                 &tally,
