@@ -3,7 +3,7 @@
 # oracle (e2e/oracle/build.sh, cached outside the clone) and dra-differential,
 # then compares our `simulate` with kube-scheduler on
 #   - every fixed case: testdata/simulate/*/ and testdata/oracle/*.yaml,
-#   - ORACLE_CLUSTERS generated clusters of seed ORACLE_SEED (2,000 of seed 1
+#   - ORACLE_CLUSTERS generated clusters of seed ORACLE_SEED (5,000 of seed 1
 #     by default: the same clusters on every run, so CI is deterministic).
 # Exits non-zero on any disagreement; each one is written, with a shrunk
 # copy, under ORACLE_OUT (default: a temporary directory, printed).
@@ -31,5 +31,5 @@ exec "$CARGO_TARGET_DIR/debug/dra-differential" \
   --fixed testdata/simulate \
   --fixed testdata/oracle \
   --seed "${ORACLE_SEED:-1}" \
-  --clusters "${ORACLE_CLUSTERS:-2000}" \
+  --clusters "${ORACLE_CLUSTERS:-5000}" \
   "$@"

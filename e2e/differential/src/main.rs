@@ -68,6 +68,8 @@ struct Tally {
     ours_refused: u64,
     not_judged: u64,
     search_bound: u64,
+    /// Agreed only after asking kube-scheduler again (stable allocator).
+    reasked: u64,
     recorded: usize,
     outcomes: BTreeMap<&'static str, u64>,
     emulated_elsewhere: u64,
@@ -216,7 +218,16 @@ fn compare_one(
     match &outcome.verdict {
         Verdict::Agree => {
             tally.agree += 1;
-            for pod in &outcome.theirs.pods {
+            if outcome.reasks > 0 {
+                tally.reasked += 1;
+            }
+            // Ours: when asked again, kube-scheduler's first answer may be
+            // another of its possible ones.
+            let pods = outcome
+                .ours
+                .as_ref()
+                .map_or(&outcome.theirs.pods, |r| &r.pods);
+            for pod in pods {
                 *tally
                     .outcomes
                     .entry(match pod.outcome {
@@ -282,10 +293,11 @@ fn summary(what: &str, t: &Tally, seconds: f64, count: u64) {
     #[allow(clippy::cast_precision_loss)] // a rate for people
     let rate = count as f64 / seconds.max(1e-9);
     println!(
-        "{what}: {count} in {seconds:.1} s ({rate:.1}/s; {:.1} s in our engine, {:.1} s more waiting for kube-scheduler): {} agree, {} disagree, {} refused by our loader, {} not judged by kube-scheduler, {} not compared (a search reached its bound), {} judged at another emulated version; pod outcomes where they agree: {:?}",
+        "{what}: {count} in {seconds:.1} s ({rate:.1}/s; {:.1} s in our engine, {:.1} s more waiting for kube-scheduler): {} agree ({} of them on asking again: the stable allocator's pool order), {} disagree, {} refused by our loader, {} not judged by kube-scheduler, {} not compared (a search reached its bound), {} judged at another emulated version; pod outcomes where they agree: {:?}",
         t.ours_seconds,
         t.wait_seconds,
         t.agree,
+        t.reasked,
         t.disagree,
         t.ours_refused,
         t.not_judged,
