@@ -6,7 +6,7 @@
 #   - ORACLE_CLUSTERS generated clusters of seed ORACLE_SEED (5,000 of seed 1
 #     by default: the same clusters on every run, so CI is deterministic).
 # Exits non-zero on any disagreement; each one is written, with a shrunk
-# copy, under ORACLE_OUT (default: a temporary directory, printed).
+# copy, under ORACLE_OUT (default: e2e/oracle/disagreements/, git-ignored).
 #
 #   e2e/oracle/test.sh                                  # what CI runs
 #   ORACLE_CLUSTERS=100000 ORACLE_SEED=7 e2e/oracle/test.sh   # a long run
@@ -22,7 +22,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/cache/dra-autoscaler/target}"
 
 oracle="$(e2e/oracle/build.sh)"
 cargo build --locked -p dra-differential --bin dra-differential >&2
-out="${ORACLE_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/dra-oracle.XXXXXX")}"
+out="${ORACLE_OUT:-$root/e2e/oracle/disagreements}"
 echo "test.sh: disagreements (if any) go to $out" >&2
 
 exec "$CARGO_TARGET_DIR/debug/dra-differential" \
