@@ -164,9 +164,15 @@ impl CelDevice {
         for (domain, ids) in &capacity_domains {
             scope.add_variable_from_value(format!("{CAP_DOMAIN_PREFIX}{domain}"), ids.clone());
         }
+        // The stable allocator builds its CEL device without
+        // allowMultipleAllocations (`cel.Device{Driver, Attributes, Capacity}`
+        // in structured/internal/stable/allocator_stable.go), so there
+        // selectors read false whatever the slice says.
+        let stable =
+            crate::dra::Features::from_gates(gates).variant() == crate::dra::Variant::Stable;
         let fields = [
             string(driver),
-            Value::Bool(device.allow_multiple_allocations.unwrap_or(false)),
+            Value::Bool(!stable && device.allow_multiple_allocations.unwrap_or(false)),
             to_map(attribute_domains),
             to_map(capacity_domains),
         ];

@@ -23,7 +23,7 @@ use super::feasibility::provably_infeasible;
 use super::inventory::{SliceEntry, convert_slice};
 use super::model::{Checker, ClassEntry, MAX_RESULTS};
 use super::pool_state::PoolState;
-use super::pools::{Pool, gather};
+use super::pools::{Pool, counters_everywhere, gather};
 use super::requests::validate_claim;
 use super::results::assemble;
 use super::search::{RKey, Search, Stop};
@@ -56,6 +56,10 @@ pub struct DraCatalog {
     slices: Vec<Option<Arc<SliceEntry>>>,
     by_node: FixedMap<String, Vec<usize>>,
     shared: Vec<usize>,
+    /// Slices with a node name that define counter sets: the stable
+    /// allocator uses them from every node (see [`counters_everywhere`]).
+    /// They are in `by_node` too; their changes bump `shared_generation`.
+    node_counter_slices: Vec<usize>,
     by_pool: FixedMap<PoolKey, Vec<usize>>,
     next_generation: u64,
     node_generations: FixedMap<String, u64>,
@@ -117,6 +121,7 @@ impl DraCatalog {
             slices: Vec::with_capacity(slices.len()),
             by_node: FixedMap::default(),
             shared: Vec::new(),
+            node_counter_slices: Vec::new(),
             by_pool: FixedMap::default(),
             next_generation: 1,
             node_generations: FixedMap::default(),
@@ -170,6 +175,10 @@ impl DraCatalog {
         match entry.index_node_name() {
             Some(node) => {
                 let node = node.to_string();
+                if !entry.shared_counters.is_empty() {
+                    self.node_counter_slices.push(id);
+                    self.shared_generation = self.fresh_generation();
+                }
                 self.by_node.entry(node.clone()).or_default().push(id);
                 self.bump_node(&node);
             }
@@ -200,6 +209,10 @@ impl DraCatalog {
                 list.retain(|i| *i != id);
             }
             self.bump_pool(key);
+            if !entry.shared_counters.is_empty() {
+                self.node_counter_slices.retain(|i| *i != id);
+                self.shared_generation = self.fresh_generation();
+            }
         }
         self.bump_node(node_name);
         self.views.remove(node_name);
@@ -242,9 +255,17 @@ impl DraCatalog {
             .get(name)
             .map(Vec::as_slice)
             .unwrap_or_default();
+        // Other nodes' counter slices, for the stable allocator only; this
+        // node's own are in `node_ids` already.
+        let elsewhere = counters_everywhere(&self.features)
+            .then_some(&self.node_counter_slices)
+            .into_iter()
+            .flatten()
+            .filter(|id| !node_ids.contains(id));
         let slices = node_ids
             .iter()
             .chain(&self.shared)
+            .chain(elsewhere)
             .filter_map(|id| self.slices.get(*id).and_then(Option::as_ref));
         let all_of_pool = |driver: &str, pool: &str| -> Vec<&Arc<SliceEntry>> {
             self.by_pool

@@ -1,5 +1,5 @@
 //! Pool gathering for one node (upstream `GatherPools` and `buildPool`,
-//! incubating variant): which slices a node can use, grouped into pools at
+//! incubating variant; the stable one differs in [`counters_everywhere`]): which slices a node can use, grouped into pools at
 //! their newest generation, checked for completeness and validity, and put in
 //! the deterministic order the first-fit search depends on.
 
@@ -81,6 +81,16 @@ impl Pool {
     }
 }
 
+/// Whether every slice with counter sets belongs to every node's pools,
+/// whatever its node selection: the stable allocator's `GatherPools` adds
+/// them first ("needed to use a pool regardless of their node selector",
+/// structured/internal/stable/pools_stable.go), while the incubating and
+/// experimental ones select them by node like device slices (and look
+/// further only when a pool seems incomplete).
+pub(crate) fn counters_everywhere(f: &Features) -> bool {
+    f.partitionable_devices && f.variant() == super::Variant::Stable
+}
+
 /// The result of gathering: pools in search order and the pools whose
 /// slices (anywhere in the cluster) the answer depended on.
 pub(crate) struct Gathered {
@@ -110,7 +120,9 @@ pub(crate) fn gather<'a>(
             continue;
         }
         let node_name = slice.node_name.as_deref().filter(|n| !n.is_empty());
-        let relevant = if node_name.is_some() || slice.all_nodes || slice.node_selector.is_some() {
+        let relevant = if counters_everywhere(f) && !slice.shared_counters.is_empty() {
+            true
+        } else if node_name.is_some() || slice.all_nodes || slice.node_selector.is_some() {
             node_matches(
                 node,
                 node_name,

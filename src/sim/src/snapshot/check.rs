@@ -77,17 +77,22 @@ impl Snapshot {
         } else {
             extended_resource_claim(pod, node, &self.device_classes, &self.gates)
         };
-        for key in &claims.allocated {
-            if let Some(Ok(selector)) = self.allocation_selectors.get(key)
-                && !selector.matches(node)
-            {
-                return Verdict::Refused(format!(
+        // Upstream's Filter notes an allocated claim that is not available
+        // here, but runs the allocator for the others first: its error or
+        // failure is what the node answers (dynamicresources.go, Filter).
+        let unavailable = claims.allocated.iter().find_map(|key| {
+            match self.allocation_selectors.get(key) {
+                Some(Ok(selector)) if !selector.matches(node) => Some(format!(
                     "resourceclaim not available on the node: {key} is allocated for other nodes"
-                ));
+                )),
+                _ => None,
             }
-        }
+        });
         if claims.to_allocate.is_empty() && extended.is_none() {
-            return Verdict::Fits(Vec::new());
+            return match unavailable {
+                Some(reason) => Verdict::Refused(reason),
+                None => Verdict::Fits(Vec::new()),
+            };
         }
         let mut claim_refs: Vec<&ResourceClaim> = claims
             .to_allocate
@@ -104,7 +109,10 @@ impl Snapshot {
             &mut self.share_ids,
         );
         match outcome {
-            Ok(AllocateOutcome::Allocated(allocations)) => Verdict::Fits(allocations),
+            Ok(AllocateOutcome::Allocated(allocations)) => match unavailable {
+                Some(reason) => Verdict::Refused(reason),
+                None => Verdict::Fits(allocations),
+            },
             Ok(AllocateOutcome::Unschedulable { reasons }) => {
                 Verdict::Refused(if reasons.is_empty() {
                     "cannot allocate all claims".to_string()

@@ -103,12 +103,14 @@ impl Snapshot {
         Ok(resolved)
     }
 
-    /// PreFilter's check of a claim to allocate: every request's (and
-    /// `firstAvailable` subrequest's) DeviceClass exists. Upstream marks a
-    /// pod with a missing class unschedulable (until a DeviceClass event),
-    /// not an error: `validateDeviceClass` in the DynamicResources plugin.
-    /// An empty class name (an unsupported request type) is left to the
-    /// allocator, which fails the pod with an error as upstream does.
+    /// PreFilter's check of a claim to allocate, request by request, before
+    /// any allocator runs (the DynamicResources plugin's PreFilter): every
+    /// request's (and `firstAvailable` subrequest's) DeviceClass exists
+    /// (`validateDeviceClass`), `firstAvailable` needs DRAPrioritizedList,
+    /// and a request is one of the two kinds. Upstream marks the pod
+    /// unschedulable for each, not an error. An empty class name (an
+    /// unsupported request type) is left to the allocator, which fails the
+    /// pod with an error as upstream's PreFilter does.
     fn check_device_classes(&self, claim: &ResourceClaim) -> Result<(), String> {
         let exists = |class: &str| {
             class.is_empty()
@@ -122,19 +124,34 @@ impl Snapshot {
             .as_ref()
             .and_then(|s| s.devices.as_ref())
             .and_then(|d| d.requests.as_ref());
+        let claim_key = || object_key(&claim.metadata);
         for request in requests.into_iter().flatten() {
             let classes: Vec<(String, &str)> = match (&request.exactly, &request.first_available) {
                 (Some(exactly), _) => vec![(request.name.clone(), &exactly.device_class_name)],
-                (None, Some(subs)) => subs
-                    .iter()
-                    .map(|sub| {
-                        (
-                            format!("{}/{}", request.name, sub.name),
-                            sub.device_class_name.as_str(),
-                        )
-                    })
-                    .collect(),
-                (None, None) => Vec::new(),
+                (None, Some(subs)) if !subs.is_empty() => {
+                    if !self.gates.prioritized_list {
+                        return Err(format!(
+                            "resource claim {}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
+                            claim_key(),
+                            request.name
+                        ));
+                    }
+                    subs.iter()
+                        .map(|sub| {
+                            (
+                                format!("{}/{}", request.name, sub.name),
+                                sub.device_class_name.as_str(),
+                            )
+                        })
+                        .collect()
+                }
+                _ => {
+                    return Err(format!(
+                        "resource claim {}, request {}: unknown request type",
+                        claim_key(),
+                        request.name
+                    ));
+                }
             };
             if let Some((name, class)) = classes.into_iter().find(|(_, class)| !exists(class)) {
                 return Err(format!(
