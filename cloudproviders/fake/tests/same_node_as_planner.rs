@@ -73,7 +73,10 @@ fn the_fake_providers_node_is_the_planners_template_node() {
             .as_mut()
             .unwrap()
             .remove(NODE_GROUP_LABEL);
-        assert!(label.is_some(), "{file}: the planner's node carries its group");
+        assert!(
+            label.is_some(),
+            "{file}: the planner's node carries its group"
+        );
         assert_eq!(registered, expected, "{file}");
         let labels = template.metadata.labels.unwrap();
         assert_eq!(labels["kubernetes.io/os"], "linux", "{file}");

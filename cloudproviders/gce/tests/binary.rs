@@ -8,7 +8,14 @@ use std::process::{Command, Output};
 
 fn binary() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dra-provider-gce"));
-    for var in ["DRA_GCE_CONFIG", "DRA_GCE_ENDPOINT", "DRA_GCE_ANONYMOUS"] {
+    // Backtraces only when asked for: the one line is what an operator sees otherwise.
+    for var in [
+        "DRA_GCE_CONFIG",
+        "DRA_GCE_ENDPOINT",
+        "DRA_GCE_ANONYMOUS",
+        "RUST_BACKTRACE",
+        "RUST_LIB_BACKTRACE",
+    ] {
         command.env_remove(var);
     }
     command.env("RUST_LOG", "error");
