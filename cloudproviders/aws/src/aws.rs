@@ -7,7 +7,6 @@ use std::time::{Duration, SystemTime};
 use aws_config::BehaviorVersion;
 use aws_sdk_autoscaling as asg;
 use aws_sdk_ec2 as ec2;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use dra_provider::ProviderError;
 
@@ -48,10 +47,24 @@ pub fn retry_config(
         .with_initial_backoff(initial_backoff)
 }
 
+/// Where the SDK's default credential chain looks, in its order (for the error when it
+/// finds nothing).
+pub const CREDENTIAL_CHAIN: &str = "environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), \
+    shared config and credentials files (AWS_PROFILE), web identity token (IRSA: \
+    AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN), container credentials (EKS Pod Identity, \
+    ECS), EC2 instance metadata (IMDS)";
+
 impl Aws {
     /// Clients from the SDK's default chain (environment, IRSA web identity, EKS Pod Identity,
     /// instance profile, ...). `endpoint` overrides the service endpoints (for an emulator).
-    pub async fn from_env(region: Option<String>, endpoint: Option<String>) -> Self {
+    ///
+    /// # Errors
+    /// [`ProviderError::Misconfigured`] when no region is given and the SDK's chain finds
+    /// none: every call would fail, so say it once, with the flag that fixes it.
+    pub async fn from_env(
+        region: Option<String>,
+        endpoint: Option<String>,
+    ) -> Result<Self, ProviderError> {
         let mut loader = aws_config::defaults(BehaviorVersion::latest())
             .http_client(http_client())
             .retry_config(retry_config(8, Duration::from_millis(200)));
@@ -61,7 +74,16 @@ impl Aws {
         if let Some(endpoint) = endpoint {
             loader = loader.endpoint_url(endpoint);
         }
-        Self::from_sdk_config(&loader.load().await)
+        let config = loader.load().await;
+        if config.region().is_none() {
+            return Err(ProviderError::Misconfigured {
+                message: "no AWS region: pass --region (or DRA_AWS_REGION) or set AWS_REGION; \
+                    the SDK's chain (AWS_REGION, AWS_DEFAULT_REGION, the profile, instance \
+                    metadata) found none"
+                    .to_owned(),
+            });
+        }
+        Ok(Self::from_sdk_config(&config))
     }
 
     /// Clients from a loaded SDK config.
@@ -75,19 +97,136 @@ impl Aws {
     }
 }
 
-/// Turns an SDK error into a [`ProviderError`], classified by its AWS code.
+/// Turns an SDK error into a [`ProviderError`] of one line, cause first: a service error
+/// classified by its AWS code (access and credential codes are misconfiguration, with a
+/// hint); no credentials, the chain that was tried; an endpoint that cannot be reached,
+/// transient.
 pub fn sdk_error<E, R>(
     action: &str,
     err: &aws_smithy_runtime_api::client::result::SdkError<E, R>,
 ) -> ProviderError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
+    R: std::fmt::Debug + 'static,
 {
-    let message = err
-        .message()
-        .map_or_else(|| DisplayErrorContext(err).to_string(), ToOwned::to_owned);
-    api_error(action, err.code(), &message)
+    use aws_smithy_runtime_api::client::result::SdkError;
+    if let Some(credentials) = credentials_error(err) {
+        return credentials_problem(action, credentials);
+    }
+    let chain = one_line(err);
+    match err {
+        SdkError::ServiceError(_) => {
+            let message = err.message().map_or_else(|| chain.clone(), one_line_text);
+            match err.code() {
+                Some(code) if is_access_code(code) => ProviderError::Misconfigured {
+                    message: format!(
+                        "{action}: {code}: {message} (the provider's IAM role needs the \
+                         README's policy, and its credentials must be valid)"
+                    ),
+                },
+                code => api_error(action, code, &message),
+            }
+        }
+        SdkError::DispatchFailure(failure) => {
+            let what = if failure.is_timeout() {
+                "the endpoint did not answer in time"
+            } else if failure.is_io() {
+                "the endpoint cannot be reached"
+            } else {
+                "the request could not be sent"
+            };
+            ProviderError::Unavailable {
+                message: format!("{action}: {what}: {chain}"),
+            }
+        }
+        SdkError::TimeoutError(_) => ProviderError::Unavailable {
+            message: format!("{action}: no answer in time: {chain}"),
+        },
+        SdkError::ResponseError(_) => ProviderError::Unavailable {
+            message: format!("{action}: the answer could not be read: {chain}"),
+        },
+        SdkError::ConstructionFailure(_) => ProviderError::Misconfigured {
+            message: format!("{action}: the request could not be built: {chain}"),
+        },
+        _ => ProviderError::Internal {
+            message: format!("{action}: {chain}"),
+        },
+    }
+}
+
+/// AWS error codes that mean the credentials or their permissions are wrong.
+fn is_access_code(code: &str) -> bool {
+    matches!(
+        code,
+        "AccessDenied"
+            | "AccessDeniedException"
+            | "UnauthorizedOperation"
+            | "AuthFailure"
+            | "InvalidClientTokenId"
+            | "ExpiredToken"
+            | "ExpiredTokenException"
+            | "SignatureDoesNotMatch"
+            | "UnrecognizedClientException"
+            | "OptInRequired"
+    )
+}
+
+/// The credentials error somewhere in `err`'s sources, if the call failed for want of them.
+fn credentials_error<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a aws_credential_types::provider::error::CredentialsError> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(error) = source {
+        if let Some(found) =
+            error.downcast_ref::<aws_credential_types::provider::error::CredentialsError>()
+        {
+            return Some(found);
+        }
+        source = error.source();
+    }
+    None
+}
+
+fn credentials_problem(
+    action: &str,
+    err: &aws_credential_types::provider::error::CredentialsError,
+) -> ProviderError {
+    use aws_credential_types::provider::error::CredentialsError;
+    let chain = one_line(err);
+    match err {
+        CredentialsError::CredentialsNotLoaded(_) => ProviderError::Misconfigured {
+            message: format!(
+                "{action}: no AWS credentials: the SDK's default chain found none (tried: \
+                 {CREDENTIAL_CHAIN}): {chain}"
+            ),
+        },
+        CredentialsError::ProviderTimedOut(_) => ProviderError::Unavailable {
+            message: format!("{action}: loading AWS credentials timed out: {chain}"),
+        },
+        _ => ProviderError::Misconfigured {
+            message: format!("{action}: AWS credentials could not be loaded: {chain}"),
+        },
+    }
+}
+
+/// An error and its sources as one line, each cause once (`a: b: c`), never a Debug dump.
+#[must_use]
+pub fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(error) = source {
+        let text = one_line_text(&error.to_string());
+        // Layers often repeat their source's text; keep what each adds.
+        if !text.is_empty() && !parts.last().is_some_and(|last| last.contains(&text)) {
+            parts.push(text);
+        }
+        source = error.source();
+    }
+    parts.join(": ")
+}
+
+fn one_line_text(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// One instance of an Auto Scaling group.

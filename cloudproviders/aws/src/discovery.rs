@@ -33,7 +33,13 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
 
     let mut staged = Vec::new();
     for asg in &asgs {
-        let settings = groups::settings(asg, config.group(&asg.name));
+        let settings = match groups::settings(asg, config.group(&asg.name)) {
+            Ok(settings) => settings,
+            Err(reason) => {
+                bad.insert(asg.name.clone(), reason);
+                continue;
+            }
+        };
         let Some(lt) = &asg.launch_template else {
             bad.insert(
                 asg.name.clone(),
@@ -49,6 +55,7 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
                     bad.insert(asg.name.clone(), reason);
                 }
             },
+            Err(err) if err.is_transient() => return Err(err),
             Err(err) => {
                 bad.insert(asg.name.clone(), err.to_string());
             }
@@ -56,20 +63,10 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
     }
 
     let types: Vec<String> = staged.iter().map(|(_, _, _, t)| t.clone()).collect();
-    let shapes = match inner.types.shapes(aws, &types).await {
-        Ok(shapes) => shapes,
-        Err(ProviderError::NotFound { .. }) => {
-            // Describe one by one so one bad type does not hide the others.
-            let mut shapes = BTreeMap::new();
-            for t in &types {
-                if let Ok(one) = inner.types.shapes(aws, std::slice::from_ref(t)).await {
-                    shapes.extend(one);
-                }
-            }
-            shapes
-        }
-        Err(err) => return Err(err),
-    };
+    let (shapes, bad_types) = batched(&types, |some| async move {
+        inner.types.shapes(aws, &some).await
+    })
+    .await?;
     let subnets: BTreeSet<String> = staged
         .iter()
         .flat_map(|(asg, settings, _, _)| {
@@ -80,23 +77,38 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
             }
         })
         .collect();
-    let zones = aws
-        .subnet_zones(&subnets.into_iter().collect::<Vec<_>>())
-        .await?;
+    let (zones, bad_subnets) = batched(
+        &subnets.into_iter().collect::<Vec<_>>(),
+        |some| async move { aws.subnet_zones(&some).await },
+    )
+    .await?;
     let reservation_ids: BTreeSet<String> = staged
         .iter()
         .filter_map(|(_, s, _, _)| s.capacity_reservation_id.clone())
         .collect();
-    let reservations = aws
-        .reservations(&reservation_ids.into_iter().collect::<Vec<_>>())
-        .await?;
+    let (reservations, bad_reservations) = batched(
+        &reservation_ids.into_iter().collect::<Vec<_>>(),
+        |some| async move {
+            Ok(aws
+                .reservations(&some)
+                .await?
+                .into_iter()
+                .map(|r| (r.id.clone(), r))
+                .collect())
+        },
+    )
+    .await?;
 
     let mut good = BTreeMap::new();
     for (asg, settings, lt, instance_type) in staged {
         let Some(shape) = shapes.get(&instance_type).cloned() else {
+            let why = bad_types
+                .get(&instance_type)
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
             bad.insert(
                 asg.name.clone(),
-                format!("instance type {instance_type} is unknown to DescribeInstanceTypes"),
+                format!("instance type {instance_type} is unknown to DescribeInstanceTypes{why}"),
             );
             continue;
         };
@@ -105,6 +117,16 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
         } else {
             &settings.subnets
         };
+        if let Some((subnet, why)) = wanted
+            .iter()
+            .find_map(|s| bad_subnets.get(s).map(|e| (s, e)))
+        {
+            bad.insert(
+                asg.name.clone(),
+                format!("subnet {subnet} cannot be described: {why}"),
+            );
+            continue;
+        }
         let subnets: BTreeMap<String, String> = wanted
             .iter()
             .filter_map(|s| zones.get(s).map(|z| (s.clone(), z.clone())))
@@ -112,13 +134,17 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
         let reservation = settings
             .capacity_reservation_id
             .as_ref()
-            .and_then(|id| reservations.iter().find(|r| &r.id == id).cloned());
+            .and_then(|id| reservations.get(id).cloned());
         if let Some(id) = &settings.capacity_reservation_id
             && reservation.is_none()
         {
+            let why = bad_reservations
+                .get(id)
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
             bad.insert(
                 asg.name.clone(),
-                format!("capacity reservation {id} not found by DescribeCapacityReservations"),
+                format!("capacity reservation {id} not found by DescribeCapacityReservations{why}"),
             );
             continue;
         }
@@ -140,4 +166,47 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
         }
     }
     Ok(Groups::read_now(good, bad))
+}
+
+/// What a batched describe call found, by key, and the keys it failed for (with the reason).
+type Found<V> = (BTreeMap<String, V>, BTreeMap<String, String>);
+
+/// Describes all `keys` in one `call`; if that fails for a reason other than AWS being
+/// unavailable (an unknown instance type, a deleted subnet or reservation refuses the whole
+/// batch), each key alone, so one bad key is held against the groups that use it and never
+/// hides the others.
+///
+/// # Errors
+/// A transient error (throttling, the endpoint unreachable): nothing can be told then.
+async fn batched<V, F, Fut>(keys: &[String], call: F) -> Result<Found<V>, ProviderError>
+where
+    F: Fn(Vec<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<BTreeMap<String, V>, ProviderError>>,
+{
+    if keys.is_empty() {
+        return Ok((BTreeMap::new(), BTreeMap::new()));
+    }
+    match call(keys.to_vec()).await {
+        Ok(found) => return Ok((found, BTreeMap::new())),
+        Err(err) if err.is_transient() => return Err(err),
+        Err(err) if keys.len() == 1 => {
+            return Ok((
+                BTreeMap::new(),
+                BTreeMap::from([(keys[0].clone(), err.to_string())]),
+            ));
+        }
+        Err(_) => {}
+    }
+    let mut found = BTreeMap::new();
+    let mut failed = BTreeMap::new();
+    for key in keys {
+        match call(vec![key.clone()]).await {
+            Ok(one) => found.extend(one),
+            Err(err) if err.is_transient() => return Err(err),
+            Err(err) => {
+                failed.insert(key.clone(), err.to_string());
+            }
+        }
+    }
+    Ok((found, failed))
 }

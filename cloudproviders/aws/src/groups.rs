@@ -37,14 +37,27 @@ pub struct Group {
 }
 
 /// The group's settings with what its tags say folded in (the config file wins).
-#[must_use]
-pub fn settings(asg: &AsgInfo, listed: Option<&GroupConfig>) -> GroupConfig {
+///
+/// # Errors
+/// A message naming the tag whose value cannot be used (a price that is not a number, a
+/// taint whose effect is not one of Kubernetes'): the group is left out rather than served
+/// with a value nobody set.
+pub fn settings(asg: &AsgInfo, listed: Option<&GroupConfig>) -> Result<GroupConfig, String> {
     let mut config = listed.cloned().unwrap_or_else(|| GroupConfig {
         asg: asg.name.clone(),
         ..GroupConfig::default()
     });
-    if config.price_per_hour.is_none() {
-        config.price_per_hour = asg.tags.get(PRICE_TAG).and_then(|p| p.parse().ok());
+    if config.price_per_hour.is_none()
+        && let Some(price) = asg.tags.get(PRICE_TAG)
+    {
+        match price.trim().parse::<f64>() {
+            Ok(p) if p.is_finite() && p >= 0.0 => config.price_per_hour = Some(p),
+            _ => {
+                return Err(format!(
+                    "tag {PRICE_TAG} is {price:?}, not a price per hour (a number >= 0)"
+                ));
+            }
+        }
     }
     if config.capacity_reservation_id.is_none() {
         config.capacity_reservation_id = asg.tags.get(RESERVATION_TAG).cloned();
@@ -66,7 +79,18 @@ pub fn settings(asg: &AsgInfo, listed: Option<&GroupConfig>) -> GroupConfig {
             .or_insert_with(|| v.clone());
         options.allocatable.entry(k).or_insert(v);
     }
-    config
+    if let Some(taint) = options.taints.iter().find(|t| {
+        !matches!(
+            t.effect.as_str(),
+            "NoSchedule" | "PreferNoSchedule" | "NoExecute"
+        )
+    }) {
+        return Err(format!(
+            "taint {:?} has effect {:?}; the tag {NODE_TEMPLATE_TAG}taint/{} takes value:NoSchedule, value:PreferNoSchedule or value:NoExecute",
+            taint.key, taint.effect, taint.key
+        ));
+    }
+    Ok(config)
 }
 
 /// cluster-autoscaler's node-template tags: `…/label/<key>` = value, `…/taint/<key>` =
@@ -263,6 +287,29 @@ mod tests {
         assert_eq!(options.taints[0].effect, "NoSchedule");
         assert_eq!(options.capacity["ephemeral-storage"].0, "100G");
         assert_eq!(options.labels.len(), 1);
+    }
+
+    #[test]
+    fn a_tag_that_does_not_parse_leaves_the_group_out_with_the_tag_named() {
+        let asg = |tags: &[(&str, &str)]| AsgInfo {
+            name: "p5".into(),
+            tags: tags
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..AsgInfo::default()
+        };
+        let ok = settings(&asg(&[(PRICE_TAG, "98.32")]), None).expect("a price");
+        assert_eq!(ok.price_per_hour, Some(98.32));
+        let err = settings(&asg(&[(PRICE_TAG, "ninety")]), None).expect_err("not a number");
+        assert!(err.contains(PRICE_TAG) && err.contains("ninety"), "{err}");
+        let taint = format!("{NODE_TEMPLATE_TAG}taint/nvidia.com/gpu");
+        let err = settings(&asg(&[(taint.as_str(), "present:NoScheduel")]), None)
+            .expect_err("bad effect");
+        assert!(
+            err.contains("NoScheduel") && err.contains("nvidia.com/gpu"),
+            "{err}"
+        );
     }
 
     #[test]

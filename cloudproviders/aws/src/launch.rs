@@ -287,7 +287,23 @@ pub(crate) async fn atomic_increase(
 async fn attach_when_running(inner: Arc<Inner>, group: String, instances: Vec<Pending>) {
     let ids: Vec<String> = instances.iter().map(|p| p.id.clone()).collect();
     let result = wait_and_attach(&inner, &group, &ids).await;
-    if let Err(err) = &result {
+    // Instances given back while they waited (DeleteNodes of a gang that did not start
+    // whole) are terminated already and no failure.
+    let still_pending: Vec<String> = inner
+        .pending
+        .lock()
+        .await
+        .get(&group)
+        .map(|list| {
+            list.iter()
+                .filter(|p| ids.contains(&p.id))
+                .map(|p| p.id.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if result.is_err() && still_pending.is_empty() {
+        tracing::info!(group, instances = ?ids, "the gang was given back before it was attached");
+    } else if let Err(err) = &result {
         tracing::error!(group, error = %err, "attaching the gang failed, terminating it");
         if let Err(terminate) = inner.aws.terminate(&ids).await {
             tracing::error!(group, error = %terminate, "terminating the unattached gang failed");
@@ -341,6 +357,23 @@ async fn wait_and_attach(inner: &Inner, group: &str, ids: &[String]) -> Result<(
         tokio::time::sleep(inner.attach_poll()).await;
     }
     let _scaling = inner.scaling.lock().await;
-    tracing::info!(group, instances = ids.len(), "AttachInstances");
-    inner.aws.attach(group, ids).await
+    // Instances given back while this task waited for the lock (DeleteNodes) are not
+    // attached: they are terminating.
+    let still: Vec<String> = inner
+        .pending
+        .lock()
+        .await
+        .get(group)
+        .map(|list| {
+            list.iter()
+                .filter(|p| ids.contains(&p.id))
+                .map(|p| p.id.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if still.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(group, instances = still.len(), "AttachInstances");
+    inner.aws.attach(group, &still).await
 }

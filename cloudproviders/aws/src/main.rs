@@ -54,7 +54,7 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
-    let aws = Aws::from_env(args.region.clone(), args.endpoint_url.clone()).await;
+    let aws = Aws::from_env(args.region.clone(), args.endpoint_url.clone()).await?;
     let provider = AwsProvider::new(aws, config);
     match args.command {
         Command::PrintNodegroups => {
@@ -62,6 +62,7 @@ async fn main() -> anyhow::Result<()> {
             print_nodegroups(
                 specs.iter().map(|(asg, spec)| (asg.clone(), spec)),
                 &provider.unusable_groups().await?,
+                "check clusterName / discoveryTags (ASGs must carry k8s.io/cluster-autoscaler/enabled and k8s.io/cluster-autoscaler/<clusterName>), nodeGroups and --region",
             )
             .context("printing NodeGroups")?;
         }

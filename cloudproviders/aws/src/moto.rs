@@ -97,16 +97,20 @@ impl MotoServer {
     /// scope, so they must be signed), fixed region, no retries (moto answers unimplemented
     /// actions with a 500 that must fail fast).
     pub async fn aws(&self) -> Aws {
-        let config = aws_config::defaults(BehaviorVersion::latest())
-            .http_client(http_client())
-            .region(aws_config::Region::new(REGION))
-            .endpoint_url(&self.endpoint)
-            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
-            .retry_config(aws_config::retry::RetryConfig::disabled())
-            .load()
-            .await;
-        Aws::from_sdk_config(&config)
+        clients(&self.endpoint).await
     }
+}
+
+async fn clients(endpoint: &str) -> Aws {
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http_client())
+        .region(aws_config::Region::new(REGION))
+        .endpoint_url(endpoint)
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+        .retry_config(aws_config::retry::RetryConfig::disabled())
+        .load()
+        .await;
+    Aws::from_sdk_config(&config)
 }
 
 impl Drop for MotoServer {
@@ -133,8 +137,16 @@ pub struct GroupFixture {
 ///
 /// # Panics
 /// When moto refuses (fixtures are test code).
-#[allow(clippy::expect_used)]
 pub async fn subnet(aws: &Aws) -> String {
+    subnets(aws, &["us-east-1a"]).await.remove(0)
+}
+
+/// Creates a VPC with one subnet in each of `zones`; returns the subnet ids in that order.
+///
+/// # Panics
+/// When moto refuses (fixtures are test code).
+#[allow(clippy::expect_used)]
+pub async fn subnets(aws: &Aws, zones: &[&str]) -> Vec<String> {
     let vpc = aws
         .ec2
         .create_vpc()
@@ -143,18 +155,205 @@ pub async fn subnet(aws: &Aws) -> String {
         .await
         .expect("CreateVpc");
     let vpc_id = vpc.vpc().and_then(|v| v.vpc_id()).expect("vpc id");
-    aws.ec2
-        .create_subnet()
-        .vpc_id(vpc_id)
-        .cidr_block("10.0.0.0/20")
-        .availability_zone("us-east-1a")
-        .send()
-        .await
-        .expect("CreateSubnet")
-        .subnet()
-        .and_then(|s| s.subnet_id())
-        .expect("subnet id")
-        .to_owned()
+    let mut ids = Vec::new();
+    for (i, zone) in zones.iter().enumerate() {
+        let id = aws
+            .ec2
+            .create_subnet()
+            .vpc_id(vpc_id)
+            .cidr_block(format!("10.0.{}.0/20", i * 16))
+            .availability_zone(*zone)
+            .send()
+            .await
+            .expect("CreateSubnet")
+            .subnet()
+            .and_then(|s| s.subnet_id())
+            .expect("subnet id")
+            .to_owned();
+        ids.push(id);
+    }
+    ids
+}
+
+/// A proxy in front of moto that answers EC2 `CreateFleet` requests naming one of its
+/// `ice_subnets` as EC2 does when the zone has no capacity (HTTP 200, no instance, an
+/// `InsufficientInstanceCapacity` error per launch spec) and forwards everything else to
+/// moto unchanged. moto launches whatever it is asked; this is how a test gets an
+/// insufficient-capacity answer from the one group it chooses.
+#[derive(Debug)]
+pub struct IceProxy {
+    /// `http://127.0.0.1:<port>`: point the provider's clients here.
+    pub endpoint: String,
+    ice_subnets: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl IceProxy {
+    /// Starts a proxy to `moto` on a free loopback port.
+    ///
+    /// # Errors
+    /// When no port can be bound.
+    pub async fn start(moto: &MotoServer) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let endpoint = format!("http://{}", listener.local_addr()?);
+        let upstream = moto.endpoint.trim_start_matches("http://").to_owned();
+        let ice_subnets = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let subnets = std::sync::Arc::clone(&ice_subnets);
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let subnets = std::sync::Arc::clone(&subnets);
+                tokio::spawn(async move {
+                    let _ = proxy_one(client, &upstream, &subnets).await;
+                });
+            }
+        });
+        Ok(Self {
+            endpoint,
+            ice_subnets,
+            task,
+        })
+    }
+
+    /// From now on, CreateFleet in `subnet` answers insufficient capacity.
+    pub fn out_of_capacity_in(&self, subnet: &str) {
+        self.ice_subnets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(subnet.to_owned());
+    }
+
+    /// SDK clients through the proxy, as [`MotoServer::aws`] makes them for moto.
+    pub async fn aws(&self) -> Aws {
+        clients(&self.endpoint).await
+    }
+}
+
+impl Drop for IceProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Reads one HTTP/1.1 request (headers and a `Content-Length` body) from `stream`.
+async fn read_request(
+    stream: &mut tokio::net::TcpStream,
+) -> std::io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = Vec::new();
+    let mut chunk = [0_u8; 8192];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let read = stream.read(&mut chunk).await?;
+        if read == 0 {
+            return Ok(None);
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        let read = stream.read(&mut chunk).await?;
+        if read == 0 {
+            break;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    }
+    let body = buffer.split_off(head_end);
+    Ok(Some((buffer, body)))
+}
+
+/// Serves the requests of one client connection, one at a time.
+async fn proxy_one(
+    mut client: tokio::net::TcpStream,
+    upstream: &str,
+    ice_subnets: &std::sync::Mutex<Vec<String>>,
+) -> std::io::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    while let Some((head, body)) = read_request(&mut client).await? {
+        let text = String::from_utf8_lossy(&body).to_string();
+        let ice = text.contains("Action=CreateFleet")
+            && ice_subnets
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .any(|s| text.contains(s.as_str()));
+        if ice {
+            let answer = ice_answer(&text);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/xml\r\ncontent-length: {}\r\n\r\n{answer}",
+                answer.len()
+            );
+            client.write_all(response.as_bytes()).await?;
+            continue;
+        }
+        // Forward with `Connection: close`, so the answer ends where moto's connection does.
+        let head = String::from_utf8_lossy(&head)
+            .lines()
+            .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\r\n");
+        let mut server = tokio::net::TcpStream::connect(upstream).await?;
+        server
+            .write_all(format!("{head}\r\nconnection: close\r\n\r\n").as_bytes())
+            .await?;
+        server.write_all(&body).await?;
+        let mut answer = Vec::new();
+        server.read_to_end(&mut answer).await?;
+        client.write_all(&answer).await?;
+        // moto's answer says `Connection: close`; the SDK opens a new connection.
+        return Ok(());
+    }
+    Ok(())
+}
+
+/// The CreateFleet answer of EC2 when no launch spec has capacity: no instance, one error
+/// per override (instance type and zone read from the request, as far as it names them).
+fn ice_answer(request: &str) -> String {
+    let field = |suffix: &str| {
+        request
+            .split('&')
+            .find_map(|kv| {
+                let (key, value) = kv.split_once('=')?;
+                key.ends_with(suffix).then(|| value.to_owned())
+            })
+            .unwrap_or_default()
+    };
+    let instance_type = field(".InstanceType");
+    let zone = field(".AvailabilityZone");
+    let subnet = field(".SubnetId");
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<CreateFleetResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+  <requestId>7c1e0000-0000-4000-8000-000000000ice</requestId>
+  <fleetId>fleet-00000000-0000-4000-8000-000000000ice</fleetId>
+  <errorSet>
+    <item>
+      <launchTemplateAndOverrides>
+        <overrides>
+          <instanceType>{instance_type}</instanceType>
+          <availabilityZone>{zone}</availabilityZone>
+          <subnetId>{subnet}</subnetId>
+        </overrides>
+      </launchTemplateAndOverrides>
+      <lifecycle>on-demand</lifecycle>
+      <errorCode>InsufficientInstanceCapacity</errorCode>
+      <errorMessage>We currently do not have sufficient {instance_type} capacity in the Availability Zone you requested ({zone}).</errorMessage>
+    </item>
+  </errorSet>
+  <fleetInstanceSet/>
+</CreateFleetResponse>"#
+    )
 }
 
 /// Creates a launch template for `instance_type` (100 GiB root volume) and an ASG `name` of

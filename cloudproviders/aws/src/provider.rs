@@ -214,7 +214,7 @@ impl AwsProvider {
             .unwrap_or(0)
             .saturating_sub(group.asg.instances.len());
         out.extend((0..missing).map(|n| InstanceDetails {
-            id: format!("aws:///placeholder/{}-{n}", group.asg.name),
+            id: placeholder_id(&group.asg.name, n),
             node_name: String::new(),
             state: InstanceState::Creating,
             error: None,
@@ -341,31 +341,59 @@ impl CloudProvider for AwsProvider {
         let _scaling = self.inner.scaling.lock().await;
         self.inner.ensure_groups(true).await?;
         let group = self.inner.group(id).await?;
-        let mut victims = Vec::new();
-        for node in nodes {
-            let instance = instance_id(&node.provider_id)
-                .filter(|i| group.asg.instances.iter().any(|m| m.id == *i))
-                .ok_or_else(|| ProviderError::NotFound {
-                    what: format!(
-                        "node {:?} (providerID {:?}) in node group {id:?}",
-                        node.name, node.provider_id
-                    ),
-                })?;
-            victims.push(instance.to_owned());
+        let pending = self.inner.pending_of(id).await;
+        let victims = victims(&group, &pending, nodes);
+        if victims.is_empty() {
+            return Err(ProviderError::NotFound {
+                what: format!(
+                    "nodes {:?} in node group {id:?}",
+                    nodes.iter().map(|n| &n.provider_id).collect::<Vec<_>>()
+                ),
+            });
         }
-        let remaining = group.asg.desired - i32::try_from(victims.len()).unwrap_or(i32::MAX);
+        for gone in &victims.gone {
+            tracing::info!(
+                group = id,
+                node = gone,
+                "node to delete is not in the group (gone already)"
+            );
+        }
+        let count = victims.attached.len() + victims.pending.len() + victims.placeholders;
+        let target = group.asg.desired + i32::try_from(pending.len()).unwrap_or(i32::MAX);
+        let remaining = target - i32::try_from(count).unwrap_or(i32::MAX);
         if remaining < group.spec.min_size {
             return Err(ProviderError::InvalidArgument {
                 message: format!(
-                    "deleting {} nodes would take node group {id:?} below minSize {}",
-                    victims.len(),
+                    "deleting {count} nodes would take node group {id:?} below minSize {}",
                     group.spec.min_size
                 ),
             });
         }
-        for instance in &victims {
+        for instance in &victims.attached {
             tracing::info!(group = id, instance, "TerminateInstanceInAutoScalingGroup");
             self.inner.aws.terminate_in_group(instance).await?;
+        }
+        if !victims.pending.is_empty() {
+            // Launched for a gang and not attached yet: they are not in the group's desired
+            // capacity, so they only need terminating (the attach task lets them go).
+            tracing::info!(group = id, instances = ?victims.pending, "TerminateInstances (launched, not attached)");
+            self.inner.aws.terminate(&victims.pending).await?;
+            if let Some(list) = self.inner.pending.lock().await.get_mut(id) {
+                list.retain(|p| !victims.pending.contains(&p.id));
+            }
+        }
+        if victims.placeholders > 0 {
+            // Desired but never started by the group: only the desired capacity drops.
+            let desired = group.asg.desired - i32::try_from(victims.placeholders).unwrap_or(0);
+            tracing::info!(
+                group = id,
+                desired,
+                "SetDesiredCapacity (never-started placeholders)"
+            );
+            self.inner.aws.set_desired(id, desired).await?;
+        }
+        if let Some(list) = self.inner.failed.lock().await.get_mut(id) {
+            list.retain(|f| !nodes.iter().any(|n| n.provider_id == f.id));
         }
         self.inner.groups.lock().await.read_at = None;
         Ok(())
@@ -456,6 +484,69 @@ impl CloudProvider for AwsProvider {
     }
 }
 
+/// What `DeleteNodes` of a group is asked to remove, sorted by how.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Victims {
+    /// Instances of the Auto Scaling group (terminated with the desired capacity).
+    attached: Vec<String>,
+    /// Instances launched for a gang and not attached yet.
+    pending: Vec<String>,
+    /// Placeholders of desired capacity the group never started (`aws:///placeholder/…`).
+    placeholders: usize,
+    /// Named nodes the group does not have (any more).
+    gone: Vec<String>,
+}
+
+impl Victims {
+    fn is_empty(&self) -> bool {
+        self.attached.is_empty() && self.pending.is_empty() && self.placeholders == 0
+    }
+}
+
+/// Sorts `nodes` (named by providerID, as the controller names machines that never
+/// registered, or by their Node) into [`Victims`].
+fn victims(group: &Group, pending: &[Pending], nodes: &[NodeRef]) -> Victims {
+    let mut out = Victims::default();
+    let placeholders_left = usize::try_from(group.asg.desired)
+        .unwrap_or(0)
+        .saturating_sub(group.asg.instances.len());
+    for node in nodes {
+        if is_placeholder(&node.provider_id, &group.asg.name) {
+            if out.placeholders < placeholders_left {
+                out.placeholders += 1;
+            } else {
+                out.gone.push(node.provider_id.clone());
+            }
+            continue;
+        }
+        match instance_id(&node.provider_id) {
+            Some(i) if group.asg.instances.iter().any(|m| m.id == i) => {
+                out.attached.push(i.to_owned());
+            }
+            Some(i) if pending.iter().any(|p| p.id == i) => out.pending.push(i.to_owned()),
+            _ => out.gone.push(if node.provider_id.is_empty() {
+                node.name.clone()
+            } else {
+                node.provider_id.clone()
+            }),
+        }
+    }
+    out
+}
+
+/// The id `NodeGroupNodes` gives the `n`th never-started machine of group `asg`.
+fn placeholder_id(asg: &str, n: usize) -> String {
+    format!("aws:///placeholder/{asg}-{n}")
+}
+
+fn is_placeholder(provider_id: &str, asg: &str) -> bool {
+    provider_id
+        .strip_prefix("aws:///placeholder/")
+        .and_then(|rest| rest.strip_prefix(asg))
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|n| n.parse::<usize>().is_ok())
+}
+
 /// A failed instance as the extension reports it.
 #[must_use]
 pub(crate) fn failed_instance(
@@ -475,5 +566,18 @@ pub(crate) fn failed_instance(
         }),
         reservation_id: None,
         requested_at: Some(at),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_recognised_only_for_their_own_group() {
+        assert!(is_placeholder(&placeholder_id("p5", 3), "p5"));
+        assert!(!is_placeholder(&placeholder_id("p5", 3), "p5-spot"));
+        assert!(!is_placeholder(&placeholder_id("p5-spot", 0), "p5"));
+        assert!(!is_placeholder("aws:///us-east-1a/i-0abc", "p5"));
     }
 }

@@ -65,18 +65,24 @@ impl FakeProvider {
         let group = self.group(id)?;
         let mut state = self.state.lock().await;
         let mut names = Vec::new();
+        let mut gone = Vec::new();
         for node in nodes {
             let name = instance_name(node);
-            if !state
+            if state
                 .groups
                 .get(id)
                 .is_some_and(|g| g.instances.contains_key(&name))
             {
-                return Err(ProviderError::NotFound {
-                    what: format!("node {name:?} in node group {id:?}"),
-                });
+                names.push(name);
+            } else {
+                // Deleted before (or never started): nothing to do for it.
+                gone.push(name);
             }
-            names.push(name);
+        }
+        if names.is_empty() {
+            return Err(ProviderError::NotFound {
+                what: format!("nodes {gone:?} in node group {id:?}"),
+            });
         }
         let remaining = state.target(id) - i32::try_from(names.len()).unwrap_or(i32::MAX);
         if remaining < group.spec.min_size {

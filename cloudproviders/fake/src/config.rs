@@ -2,18 +2,25 @@
 //!
 //! Node groups come from two places. The `NodeGroup` objects in the API server whose
 //! `spec.provider` is the fake's provider name (`fake` unless `providerName` says otherwise) are
-//! served with the group id `spec.providerID`; their Nodes carry the NodeGroup's name in the
-//! `dra-autoscaler.io/node-group` label. A `nodeGroups` entry of the file adds faults to the
-//! group with that id, and may give the whole `spec` itself (the file form, for tests and for
-//! clusters without the CRD): a file spec wins over a NodeGroup with the same id.
+//! served with the group id `spec.providerID`. A `nodeGroups` entry of the file adds faults to
+//! the group with that id, and may give the whole `spec` itself (the file form, for tests and
+//! for clusters without the CRD): a file spec wins over a NodeGroup with the same id.
+//!
+//! Nodes register as a kubelet registers them by default: `spec.providerID` and the labels
+//! of the group's template (what a node pool's `--node-labels` and the cloud give), not the
+//! `dra-autoscaler.io/node-group` label; the controller knows them by providerID. `nodeLabels`
+//! adds labels as a kubelet's `--node-labels` would, and `labelNodeGroup` adds that one.
 //!
 //! ```yaml
 //! sliceDelayMs: 500          # DRA slices appear this long after the Node
 //! leaseRenewSeconds: 10
 //! kubeletSyncMs: 500         # pods on fake nodes start, terminating ones go, devices attach
 //! providerName: fake         # serve NodeGroups whose spec.provider is this
+//! nodeLabels: {team: ml}     # on every Node, as kubelet --node-labels
+//! labelNodeGroup: false      # true: also dra-autoscaler.io/node-group=<its NodeGroup>
 //! nodeGroups:
 //!   - name: gpu              # the group id (a NodeGroup's spec.providerID)
+//!     nodeLabels: {}         # on this group's Nodes
 //!     faults:
 //!       startLatencyMs: 200      # every start waits this long
 //!       outOfCapacityAfter: 3    # the cloud holds at most 3 instances of this group
@@ -24,9 +31,10 @@
 //!     spec: { ...NodeGroup spec... }   # optional: the group without any NodeGroup object
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use dra_api::{InvalidNodeGroup, NodeGroupSpec};
+use dra_api::{InvalidNodeGroup, NODE_GROUP_LABEL, NodeGroupSpec};
 use dra_provider::config_file::{ConfigFileError, load, parse_yaml};
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +55,14 @@ pub struct Config {
     /// NodeGroups in the API server with this `spec.provider` are served.
     #[serde(default = "default_provider_name")]
     pub provider_name: String,
+    /// Labels every Node gets besides its template's, as a kubelet's `--node-labels`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_labels: BTreeMap<String, String>,
+    /// Also label every Node `dra-autoscaler.io/node-group=<its NodeGroup>`, as a node pool
+    /// whose `--node-labels` names its group would. Off by default: real kubelets do not,
+    /// and the controller knows nodes by `spec.providerID`.
+    #[serde(default)]
+    pub label_node_group: bool,
     /// Faults per group, and groups given in full (see the module documentation).
     #[serde(default)]
     pub node_groups: Vec<GroupEntry>,
@@ -77,6 +93,9 @@ pub struct GroupEntry {
     /// API server describes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<NodeGroupSpec>,
+    /// Labels this group's Nodes get besides their template's (`--node-labels`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_labels: BTreeMap<String, String>,
     /// Injected faults.
     #[serde(default)]
     pub faults: Faults,
@@ -87,23 +106,26 @@ pub struct GroupEntry {
 pub struct GroupConfig {
     /// Group id (the externalgrpc node group id, `spec.providerID`).
     pub name: String,
-    /// The NodeGroup the machines belong to: the value of their `dra-autoscaler.io/node-group`
-    /// label (the group id for groups given in full in the file).
+    /// The NodeGroup the machines belong to (the group id for groups given in full in the
+    /// file).
     pub node_group: String,
     /// The group, in the NodeGroup spec shape.
     pub spec: NodeGroupSpec,
+    /// Labels its Nodes get besides the template's (`--node-labels`).
+    pub node_labels: BTreeMap<String, String>,
     /// Injected faults.
     pub faults: Faults,
 }
 
 impl GroupConfig {
-    /// A group given in full in the file: its machines are labelled with its id.
+    /// A group given in full in the file: its NodeGroup is named after its id.
     #[must_use]
     pub fn from_file(name: &str, spec: NodeGroupSpec, faults: Faults) -> Self {
         Self {
             name: name.to_owned(),
             node_group: name.to_owned(),
             spec,
+            node_labels: BTreeMap::new(),
             faults,
         }
     }
@@ -184,13 +206,26 @@ impl Config {
             .iter()
             .filter_map(|entry| {
                 let spec = entry.spec.clone()?;
-                Some(GroupConfig::from_file(
-                    &entry.name,
-                    spec,
-                    entry.faults.clone(),
-                ))
+                let mut group = GroupConfig::from_file(&entry.name, spec, entry.faults.clone());
+                group.node_labels = self.node_labels_for(&entry.name, &entry.name);
+                Some(group)
             })
             .collect()
+    }
+
+    /// The labels Nodes of group id `id` (of NodeGroup `node_group`) get besides their
+    /// template's: `nodeLabels`, the group entry's `nodeLabels`, and the node-group label
+    /// with `labelNodeGroup`.
+    #[must_use]
+    pub fn node_labels_for(&self, id: &str, node_group: &str) -> BTreeMap<String, String> {
+        let mut labels = self.node_labels.clone();
+        if let Some(entry) = self.node_groups.iter().find(|e| e.name == id) {
+            labels.extend(entry.node_labels.clone());
+        }
+        if self.label_node_group {
+            labels.insert(NODE_GROUP_LABEL.to_owned(), node_group.to_owned());
+        }
+        labels
     }
 
     /// The faults the file sets for group id `name` (none when it has no entry).

@@ -130,6 +130,7 @@ pub fn resolve(config: &Config, objects: &[Value]) -> Resolved {
             id.clone(),
             GroupConfig {
                 faults: config.faults_for(&id),
+                node_labels: config.node_labels_for(&id, &name),
                 name: id,
                 node_group: name,
                 spec: group.spec,

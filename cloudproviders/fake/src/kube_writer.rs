@@ -1,7 +1,11 @@
 //! The Kubernetes side of a fake instance: what a kubelet and a DRA driver would write.
 //!
 //! Per instance: a Node created with its status (Ready, pressure conditions False, capacity and
-//! allocatable from the template), a Lease in `kube-node-lease` that is renewed like a
+//! allocatable from the template) and labelled as a kubelet registers by default — its
+//! hostname, OS and architecture, the template's labels (instance type, zone, region and what
+//! a node pool's `--node-labels` give) and the configured `nodeLabels`, but not
+//! `dra-autoscaler.io/node-group` unless configured: the autoscaler knows the Node by its
+//! `spec.providerID` (`fake://<name>`), as it knows a cloud's; a Lease in `kube-node-lease` that is renewed like a
 //! kubelet's so the node lifecycle controller never marks the node Unknown, and, after the
 //! configured delay, the template's ResourceSlices with `nodeName` and pool name set to the
 //! node and an owner reference to it (see fake-nodes-and-kind.md §1.5, §2.4).
@@ -9,6 +13,11 @@
 use std::collections::BTreeMap;
 
 use dra_api::NODE_GROUP_LABEL;
+
+/// Annotation on each fake Node naming the group id it was started in: the fake cloud's own
+/// record of the instance (what an instance tag is to a cloud), read back when the fake
+/// restarts without a state file.
+pub const GROUP_ANNOTATION: &str = "fake.dra-autoscaler.io/group";
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -54,16 +63,20 @@ impl KubeWriter {
     }
 
     /// The Node an instance of `group` registers as: the shared [`dra_api::new_node`] object (the
-    /// one the planner simulates) plus what only a running machine has: heartbeat times, a
+    /// one the planner simulates) without the node-group label a kubelet does not set, with the
+    /// configured `nodeLabels`, plus what only a running machine has: heartbeat times, a
     /// provider id, the kwok marker and the kubelet's version.
     #[must_use]
     pub fn node_object(group: &GroupConfig, name: &str) -> Node {
         let mut node = dra_api::new_node(&group.node_group, &group.spec, name).node;
         let time = Time(now());
-        node.metadata.annotations = Some(BTreeMap::from([(
-            "kwok.x-k8s.io/node".to_owned(),
-            "fake".to_owned(),
-        )]));
+        let labels = node.metadata.labels.get_or_insert_with(BTreeMap::new);
+        labels.remove(NODE_GROUP_LABEL);
+        labels.extend(group.node_labels.clone());
+        node.metadata.annotations = Some(BTreeMap::from([
+            ("kwok.x-k8s.io/node".to_owned(), "fake".to_owned()),
+            (GROUP_ANNOTATION.to_owned(), group.name.clone()),
+        ]));
         if let Some(spec) = node.spec.as_mut() {
             spec.provider_id = Some(format!("fake://{name}"));
         }
@@ -211,15 +224,12 @@ impl KubeWriter {
         )
     }
 
-    /// Nodes this provider owns, as `(node group label value, node name)`.
+    /// Nodes this provider owns (a `fake://` providerID), as `(owner, node name)`.
     ///
     /// # Errors
     /// The API server's error.
-    pub async fn owned_nodes(&self) -> Result<Vec<(String, String)>, kube::Error> {
-        let nodes = self
-            .nodes
-            .list(&ListParams::default().labels(NODE_GROUP_LABEL))
-            .await?;
+    pub async fn owned_nodes(&self) -> Result<Vec<(Owner, String)>, kube::Error> {
+        let nodes = self.nodes.list(&ListParams::default()).await?;
         Ok(nodes
             .items
             .into_iter()
@@ -230,11 +240,36 @@ impl KubeWriter {
                     .is_some_and(|p| p.starts_with("fake://"))
             })
             .filter_map(|n| {
-                let group = n.metadata.labels.as_ref()?.get(NODE_GROUP_LABEL)?.clone();
-                Some((group, n.metadata.name?))
+                let annotated = n
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(GROUP_ANNOTATION))
+                    .cloned()
+                    .map(Owner::GroupId);
+                // Nodes of earlier versions of the fake carried only the label.
+                let labelled = || {
+                    n.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(NODE_GROUP_LABEL))
+                        .cloned()
+                        .map(Owner::NodeGroup)
+                };
+                let owner = annotated.or_else(labelled)?;
+                Some((owner, n.metadata.name?))
             })
             .collect())
     }
+}
+
+/// How a Node found in the API server names the group it was started in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// The group id, from [`GROUP_ANNOTATION`].
+    GroupId(String),
+    /// The NodeGroup's name, from the node-group label.
+    NodeGroup(String),
 }
 
 /// A stable private address for node `name` (the fake has no network; kubectl and pod

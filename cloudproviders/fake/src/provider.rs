@@ -12,7 +12,7 @@ use tokio::sync::Mutex;
 use crate::cloud::{CloudState, InstanceRecord, Limit, StateError};
 use crate::config::{Config, GroupConfig};
 use crate::groups::{self, Resolved, Skipped};
-use crate::kube_writer::KubeWriter;
+use crate::kube_writer::{KubeWriter, Owner};
 use crate::publisher::Publishers;
 
 /// Failure to start the fake.
@@ -190,14 +190,18 @@ impl FakeProvider {
             .cloned()
     }
 
-    /// The state from the Nodes this provider owns (their label names the NodeGroup, which
-    /// maps to a group id; an unknown label is kept as the id).
+    /// The state from the Nodes this provider owns (their annotation names the group id; on
+    /// Nodes of earlier versions, the label names the NodeGroup, which maps to a group id, and
+    /// an unknown label is kept as the id).
     async fn derive_state(&self) -> Result<CloudState, kube::Error> {
         let mut state = CloudState::default();
-        for (label, name) in self.kube.owned_nodes().await? {
-            let id = self
-                .group_labelled(&label)
-                .map_or(label, |g| g.name.clone());
+        for (owner, name) in self.kube.owned_nodes().await? {
+            let id = match owner {
+                Owner::GroupId(id) => id,
+                Owner::NodeGroup(label) => self
+                    .group_labelled(&label)
+                    .map_or(label, |g| g.name.clone()),
+            };
             let index = name
                 .rsplit('-')
                 .next()

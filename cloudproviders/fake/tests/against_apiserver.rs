@@ -153,9 +153,18 @@ async fn scaling_by_three_gives_three_ready_nodes_with_their_slices() {
                 .any(|a| a.type_ == "InternalIP" && a.address.starts_with("192.168.")),
             "{addresses:?}"
         );
+        // What a kubelet registers by default (kubelet's initialNode): its hostname, OS and
+        // architecture, and the node pool's labels; not the autoscaler's group label.
         let labels = node.metadata.labels.as_ref().unwrap();
-        assert_eq!(labels["dra-autoscaler.io/node-group"], "gpu");
+        let name = node.metadata.name.as_deref().unwrap();
+        assert_eq!(labels["kubernetes.io/hostname"], name);
+        assert_eq!(labels["kubernetes.io/os"], "linux");
+        assert_eq!(labels["kubernetes.io/arch"], "amd64");
         assert_eq!(labels["node.kubernetes.io/instance-type"], "gpu-2x");
+        assert!(
+            !labels.contains_key("dra-autoscaler.io/node-group"),
+            "{labels:?}"
+        );
         let spec = node.spec.as_ref().unwrap();
         assert_eq!(spec.taints.as_ref().unwrap()[0].key, "nvidia.com/gpu");
         assert!(
@@ -207,6 +216,25 @@ async fn scaling_by_three_gives_three_ready_nodes_with_their_slices() {
     );
     let _ = h.stop.send(());
     h.server.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn node_labels_are_added_as_kubelet_node_labels_would_be() {
+    let api = FakeApiServer::builder().start().await.unwrap();
+    let mut config = config("{}");
+    config.node_labels = [("team".to_owned(), "ml".to_owned())].into();
+    config.label_node_group = true;
+    config.node_groups[0].node_labels = [("pool".to_owned(), "a".to_owned())].into();
+    let (client, stop, server) = serve(api.client(), config, None).await;
+    client.increase_size("gpu", 1).await.unwrap();
+    let nodes = nodes(&api).await;
+    let labels = nodes[0].metadata.labels.as_ref().unwrap();
+    assert_eq!(labels["team"], "ml");
+    assert_eq!(labels["pool"], "a");
+    assert_eq!(labels["dra-autoscaler.io/node-group"], "gpu");
+    assert_eq!(labels["node.kubernetes.io/instance-type"], "gpu-2x");
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
 }
 
 #[tokio::test]

@@ -113,11 +113,26 @@ async fn node_groups_in_the_api_server_are_served_with_the_files_faults() {
         .items;
     assert_eq!(nodes.len(), 1);
     let labels = nodes[0].metadata.labels.as_ref().unwrap();
-    assert_eq!(
-        labels["dra-autoscaler.io/node-group"], "cpu-large",
-        "the Node belongs to the NodeGroup, whose provider id is the group id"
-    );
     assert_eq!(labels["node.kubernetes.io/instance-type"], "c8");
+    // The Node belongs to the NodeGroup whose provider id is the group id: the provider
+    // says so for its providerID, as for a kubelet's node.
+    let node = &nodes[0];
+    let owner = client
+        .node_group_for_node(&dra_provider::NodeRef {
+            provider_id: node.spec.as_ref().unwrap().provider_id.clone().unwrap(),
+            name: node.metadata.name.clone().unwrap(),
+            labels: labels.clone(),
+            annotations: Default::default(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(owner.id, "pool-c8");
+    let listed = client.nodes("pool-c8").await.unwrap();
+    assert_eq!(
+        listed.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
+        vec![node.spec.as_ref().unwrap().provider_id.as_deref().unwrap()]
+    );
     let err = client.increase_size("pool-c8", 1).await.unwrap_err();
     assert_eq!(
         err.category(),

@@ -1,11 +1,13 @@
 //! The fake provider registers the very Node and ResourceSlices the planner simulated: a pod the
-//! plan puts on a new node must find the same labels, taints, resources and devices there.
+//! plan puts on a new node must find the same labels, taints, resources and devices there. The
+//! one difference is the `dra-autoscaler.io/node-group` label: a kubelet does not set it, so the
+//! fake does not either; the controller adds it to its copy of a Node it knows by providerID.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 
-use dra_api::NodeGroup;
+use dra_api::{NODE_GROUP_LABEL, NodeGroup};
 use dra_plan::groups::{Group, template_node};
 use dra_provider_fake::config::{Faults, GroupConfig};
 use dra_provider_fake::kube_writer::KubeWriter;
@@ -57,8 +59,25 @@ fn the_fake_providers_node_is_the_planners_template_node() {
             upcoming: 0,
         };
         let (template, _) = template_node(&planned, "node-x");
-        let registered = without_runtime_facts(KubeWriter::node_object(&config, "node-x"));
-        assert_eq!(registered, template, "{file}");
+        let node = KubeWriter::node_object(&config, "node-x");
+        assert_eq!(
+            node.spec.as_ref().and_then(|s| s.provider_id.as_deref()),
+            Some("fake://node-x"),
+            "{file}: known by providerID"
+        );
+        let registered = without_runtime_facts(node);
+        let mut expected = template.clone();
+        let label = expected
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .remove(NODE_GROUP_LABEL);
+        assert!(
+            label.is_some(),
+            "{file}: the planner's node carries its group"
+        );
+        assert_eq!(registered, expected, "{file}");
         let labels = template.metadata.labels.unwrap();
         assert_eq!(labels["kubernetes.io/os"], "linux", "{file}");
     }

@@ -17,9 +17,11 @@ use dra_provider_gce::{Config, Connection, Gce, GceProvider};
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
-    /// Provider configuration (YAML).
+    /// Provider configuration (YAML); required. Optional to clap only: a global argument
+    /// cannot be required (clap refuses it in debug builds, before `main`), so its absence is
+    /// reported by `main`.
     #[arg(long, env = "DRA_GCE_CONFIG", global = true)]
-    config: PathBuf,
+    config: Option<PathBuf>,
     /// Compute Engine endpoint, for a stand-in; Google's own when absent.
     #[arg(long, env = "DRA_GCE_ENDPOINT", global = true)]
     endpoint: Option<String>,
@@ -52,7 +54,12 @@ async fn main() -> anyhow::Result<()> {
         ServeArgs::with_env(serve, "DRA_GCE", "0.0.0.0:8086")
     }));
     logging::init(args.log_format)?;
-    let config = Config::load(&args.config)?;
+    let Some(path) = &args.config else {
+        anyhow::bail!(
+            "no provider configuration: pass --config FILE (or set DRA_GCE_CONFIG); it names the project and the groups"
+        );
+    };
+    let config = Config::load(path)?;
     let connection = Connection {
         endpoint: args.endpoint.clone(),
         anonymous: args.anonymous,
@@ -66,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
             print_nodegroups(
                 specs.iter().map(|(id, spec)| (object_name(id), spec)),
                 &provider.unusable_groups().await?,
+                "check project, discovery (mig:namePrefix=...), templateLabels and nodeGroups",
             )
             .context("printing NodeGroups")?;
         }

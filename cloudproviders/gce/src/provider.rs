@@ -407,6 +407,7 @@ impl CloudProvider for GceProvider {
             .await?;
         let mut urls = Vec::new();
         let mut loose = Vec::new();
+        let mut gone = Vec::new();
         for node in nodes {
             let found = parse_provider_id(&node.provider_id).and_then(|(_, zone, name)| {
                 if managed.iter().any(|m| m.name == name && m.zone == zone) {
@@ -423,15 +424,22 @@ impl CloudProvider for GceProvider {
                     self.inner.gce.project
                 )),
                 Some((false, zone, name)) => loose.push((zone.to_owned(), name.to_owned())),
-                None => {
-                    return Err(ProviderError::NotFound {
-                        what: format!(
-                            "node {:?} (providerID {:?}) in node group {id:?}",
-                            node.name, node.provider_id
-                        ),
-                    });
-                }
+                // Gone already (deleted before, or never started): nothing to delete, and
+                // no reason to keep the others of the call.
+                None => gone.push(node.provider_id.clone()),
             }
+        }
+        if urls.is_empty() && loose.is_empty() {
+            return Err(ProviderError::NotFound {
+                what: format!("nodes {gone:?} in node group {id:?}"),
+            });
+        }
+        for node in &gone {
+            tracing::info!(
+                group = id,
+                node,
+                "node to delete is not in the group (gone already)"
+            );
         }
         let removed = i32::try_from(urls.len() + loose.len()).unwrap_or(i32::MAX);
         if size - removed < group.spec.min_size {

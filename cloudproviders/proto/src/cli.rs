@@ -125,17 +125,21 @@ pub fn nodegroups_yaml<'a>(
 }
 
 /// What `print-nodegroups` does: one `# skipped <group>: <reason>` line on stderr per group
-/// that cannot be used, and the YAML of the others on stdout (a closed pipe ends it quietly
-/// rather than panicking).
+/// that cannot be used, a `# warning: no usable node group found …` line with `none_found`
+/// (where to look) when nothing is printed, and the YAML of the usable groups on stdout (a
+/// closed pipe ends it quietly rather than panicking).
 ///
 /// # Errors
 /// A YAML rendering or write error.
 pub fn print_nodegroups<'a>(
     specs: impl IntoIterator<Item = (String, &'a dra_api::NodeGroupSpec)>,
     skipped: &std::collections::BTreeMap<String, String>,
+    none_found: &str,
 ) -> std::io::Result<()> {
-    for (group, reason) in skipped {
-        eprintln!("# skipped {group}: {reason}");
+    eprint!("{}", skipped_lines(skipped));
+    let specs: Vec<(String, &dra_api::NodeGroupSpec)> = specs.into_iter().collect();
+    if specs.is_empty() {
+        eprint!("{}", none_found_line(skipped.len(), none_found));
     }
     let yaml = nodegroups_yaml(specs)
         .map_err(|err| std::io::Error::other(format!("rendering NodeGroup YAML: {err}")))?;
@@ -143,6 +147,25 @@ pub fn print_nodegroups<'a>(
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
+}
+
+/// `print-nodegroups`' stderr line per group that cannot be used.
+fn skipped_lines(skipped: &std::collections::BTreeMap<String, String>) -> String {
+    skipped
+        .iter()
+        .map(|(group, reason)| format!("# skipped {group}: {reason}\n"))
+        .collect()
+}
+
+/// `print-nodegroups`' stderr line when no group is usable: how many were skipped, and
+/// where to look (`hint`).
+fn none_found_line(skipped: usize, hint: &str) -> String {
+    let note = if skipped == 0 {
+        String::new()
+    } else {
+        format!(" ({skipped} found and skipped, see above)")
+    };
+    format!("# warning: no usable node group found{note}; {hint}\n")
 }
 
 #[cfg(test)]
@@ -256,6 +279,26 @@ mod tests {
             .try_get_matches_from(["p", "--tls-cert", "c.pem"])
             .expect_err("key missing");
         assert_eq!(err.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn skipped_groups_and_an_empty_discovery_are_said_on_stderr() {
+        let skipped = std::collections::BTreeMap::from([(
+            "p5-bad".to_owned(),
+            "instance type p9.huge is unknown to DescribeInstanceTypes".to_owned(),
+        )]);
+        assert_eq!(
+            skipped_lines(&skipped),
+            "# skipped p5-bad: instance type p9.huge is unknown to DescribeInstanceTypes\n"
+        );
+        assert_eq!(
+            none_found_line(skipped.len(), "check clusterName"),
+            "# warning: no usable node group found (1 found and skipped, see above); check clusterName\n"
+        );
+        assert_eq!(
+            none_found_line(0, "check clusterName"),
+            "# warning: no usable node group found; check clusterName\n"
+        );
     }
 
     #[test]

@@ -76,12 +76,29 @@ pub enum ProviderError {
         /// Detail.
         message: String,
     },
+    /// The provider cannot work as configured (no credentials, no region, access denied):
+    /// permanent until an operator fixes it, so it is not retried. Sent as
+    /// FAILED_PRECONDITION.
+    #[error("misconfigured (retrying will not help): {message}")]
+    Misconfigured {
+        /// What is wrong, cause first, with a hint of the fix.
+        message: String,
+    },
     /// Anything else.
     #[error("internal error: {message}")]
     Internal {
         /// Detail.
         message: String,
     },
+}
+
+impl ProviderError {
+    /// Whether the failure may pass on its own (throttling, an endpoint that did not answer):
+    /// nothing can be concluded about what was asked.
+    #[must_use]
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Unavailable { .. } | Self::NotStarted { .. })
+    }
 }
 
 impl From<ProviderError> for Status {
@@ -115,6 +132,7 @@ impl From<ProviderError> for Status {
                 };
                 status_with_detail(Code::Unavailable, message, &detail)
             }
+            ProviderError::Misconfigured { .. } => Status::failed_precondition(message),
             ProviderError::Internal { .. } => Status::internal(message),
         }
     }

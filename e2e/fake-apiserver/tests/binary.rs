@@ -75,3 +75,17 @@ async fn binary_serves_version_and_writes_a_kubeconfig() {
         "a --crd gets a status subresource by default"
     );
 }
+
+#[test]
+fn the_binary_answers_help() {
+    let out = Command::new(env!("CARGO_BIN_EXE_dra-fake-apiserver"))
+        .arg("--help")
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: dra-fake-apiserver"));
+}

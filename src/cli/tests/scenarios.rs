@@ -134,7 +134,7 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
 
 #[test]
 fn plans_match_the_planner_rules_on_every_scenario() {
-    golden::run_suite("scenarios", 102, compare);
+    golden::run_suite("scenarios", 103, compare);
 }
 
 /// The plan `simulate -o json` prints reads back into the typed reports (the
@@ -168,7 +168,7 @@ fn reads_back_unchanged(_expected: &Value, actual: &Value) -> Vec<String> {
 
 #[test]
 fn plans_read_back_into_the_typed_report_unchanged() {
-    golden::run_suite("scenarios", 102, reads_back_unchanged);
+    golden::run_suite("scenarios", 103, reads_back_unchanged);
 }
 
 #[test]

@@ -33,19 +33,22 @@ use tokio::sync::watch;
 
 use crate::backoff::{self, BackoffPolicy};
 use crate::conditions;
-use crate::events::{BACK_OFF, EventSink, Notice, SCALE_UP_TIMED_OUT, SCALED_UP_GROUP};
+use crate::events::{EventSink, Notice, SCALED_UP_GROUP};
 use crate::executor::{ErrorCategory, GroupRef, IncreaseRequest, ScaleExecutor};
 use crate::inflight;
+use crate::membership::{self, Membership};
 use crate::metrics::{GroupLabels, Metrics};
 use crate::notices::{self, GroupOutcome, Refs};
 use crate::pods::PendingPolicy;
 use crate::scaledown::{LoopState, ScaleDowns};
-use crate::snapshot::{self, BuildOptions, Inputs, node_group_of};
+use crate::snapshot::{self, BuildOptions, Inputs};
 use crate::status::StatusWriter;
 use crate::validity;
 
 mod answer;
+mod give_back;
 mod summary;
+mod together;
 mod upkeep;
 
 pub use summary::LoopSummary;
@@ -85,6 +88,11 @@ pub struct Autoscaler {
     stand_ins: crate::provreq::write::StandInWriter,
     /// ProvisioningRequest retry backoffs, carried from plan to plan.
     provreq_backoff: std::sync::Mutex<dra_plan::provreq::RetryBackoff>,
+    /// `NodeGroupForNode` answers kept across loops.
+    asked: std::sync::Mutex<membership::Asked>,
+    /// Machines that never registered whose deletion failed, by group: tried again each
+    /// loop while their provider still lists them.
+    undeleted: std::sync::Mutex<BTreeMap<String, BTreeSet<String>>>,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -169,6 +177,8 @@ impl Autoscaler {
             config,
             leading,
             scale_down: None,
+            asked: std::sync::Mutex::default(),
+            undeleted: std::sync::Mutex::default(),
         }
     }
 
@@ -190,6 +200,7 @@ impl Autoscaler {
     async fn after_plan(
         &self,
         inputs: &Inputs,
+        membership: &Membership,
         groups: &BTreeMap<String, NodeGroup>,
         objects: Option<dra_sim::ClusterObjects>,
         plan: &PlanReport,
@@ -209,6 +220,7 @@ impl Autoscaler {
             plan,
             booting,
             nodes: &inputs.nodes,
+            membership,
             scaled_up_now: !summary.scaled_up.is_empty(),
             now,
         };
@@ -248,9 +260,17 @@ impl Autoscaler {
             return summary;
         }
 
-        self.report_unusable(&inputs.unusable_node_groups, now)
+        let (membership, view) = self.membership(inputs, now).await;
+        // Groups their provider does not serve are left out like invalid ones.
+        let mut unusable = inputs.unusable_node_groups.clone();
+        unusable.extend(inputs.node_groups.iter().filter_map(|g| {
+            let message = view.refused.get(g.metadata.name.as_deref()?)?;
+            validity::refused_by_provider(g, message)
+        }));
+        self.report_unusable(&unusable, now).await;
+        let (mut groups, held_back) = self
+            .reconcile_groups(inputs, &membership, &view, now, &mut summary)
             .await;
-        let (mut groups, held_back) = self.reconcile_groups(inputs, now, &mut summary).await;
         self.resend_unconfirmed(&mut groups, now, &mut summary)
             .await;
         let planning: Vec<NodeGroup> = groups
@@ -262,6 +282,7 @@ impl Autoscaler {
             .collect();
         let built = snapshot::build(
             inputs,
+            &membership,
             &planning,
             &BuildOptions {
                 pending: PendingPolicy {
@@ -287,6 +308,7 @@ impl Autoscaler {
             self.metrics.waiting_gangs.set(0);
             self.after_plan(
                 inputs,
+                &membership,
                 &groups,
                 scale_down_objects,
                 &PlanReport::default(),
@@ -319,20 +341,20 @@ impl Autoscaler {
             .set(i64::try_from(waiting).unwrap_or(i64::MAX));
 
         let mut outcomes = BTreeMap::new();
-        for scale_up in &report.scale_ups {
+        for unit in together::units(&report) {
             if !self.is_leader() {
                 tracing::warn!("lost leadership; stopping before the next scale-up");
                 break;
             }
-            let Some(group) = groups.get_mut(&scale_up.node_group) else {
-                continue;
-            };
-            if let Some(outcome) = self
-                .scale_up(group, scale_up, &report, now, &mut summary)
-                .await
-            {
-                outcomes.insert(scale_up.node_group.clone(), outcome);
-            }
+            self.scale_up_together(
+                &unit,
+                &report,
+                &mut groups,
+                now,
+                &mut summary,
+                &mut outcomes,
+            )
+            .await;
         }
 
         if !summary.scaled_up.is_empty() {
@@ -366,6 +388,7 @@ impl Autoscaler {
         );
         self.after_plan(
             inputs,
+            &membership,
             &groups,
             scale_down_objects,
             &report,
@@ -445,39 +468,56 @@ impl Autoscaler {
         }
     }
 
+    /// Which group each Node belongs to this loop, and what the providers said
+    /// (see [`membership`]).
+    async fn membership(
+        &self,
+        inputs: &Inputs,
+        now: Timestamp,
+    ) -> (Membership, membership::ProviderView) {
+        let view = membership::gather(
+            self.executor.as_ref(),
+            &inputs.node_groups,
+            &inputs.nodes,
+            &self.asked,
+            now,
+        )
+        .await;
+        let names: BTreeSet<String> = inputs
+            .node_groups
+            .iter()
+            .filter_map(|g| g.metadata.name.clone())
+            .collect();
+        let membership = Membership::resolve(inputs.nodes.iter().map(AsRef::as_ref), &names, &view);
+        (membership, view)
+    }
+
     /// Reconciles every group's status with the registered nodes, gives up on
     /// timed-out nodes, and writes what changed. Returns the groups as they now
     /// are, and a line per group held back by backoff.
     async fn reconcile_groups(
         &self,
         inputs: &Inputs,
+        membership: &Membership,
+        view: &membership::ProviderView,
         now: Timestamp,
         summary: &mut LoopSummary,
     ) -> (BTreeMap<String, NodeGroup>, Vec<String>) {
-        // Per group: how many nodes registered, and their names and provider
-        // ids (providers answer a scale-up with instance ids).
-        let mut registered: BTreeMap<&str, (usize, BTreeSet<String>)> = BTreeMap::new();
-        for node in &inputs.nodes {
-            if let (Some(group), Some(name)) = (node_group_of(node), node.metadata.name.as_ref()) {
-                let entry = registered.entry(group).or_default();
-                entry.0 += 1;
-                entry.1.insert(name.clone());
-                if let Some(id) = node.spec.as_ref().and_then(|s| s.provider_id.clone()) {
-                    entry.1.insert(id);
-                }
-            }
-        }
-        let empty = (0, BTreeSet::new());
         let mut desired: BTreeMap<String, (NodeGroup, NodeGroupStatus)> = BTreeMap::new();
         for stored in &inputs.node_groups {
             let group = self.status.freshest(stored);
             let name = name_of(&group);
+            if view.refused.contains_key(&name) {
+                continue;
+            }
             let current = group.status.clone().unwrap_or_default();
-            let (count, ids) = registered.get(name.as_str()).unwrap_or(&empty);
+            // How many nodes registered, and their names and provider ids
+            // (providers answer a scale-up with instance ids).
+            let (count, ids) = membership.registered(&name);
             let mut rec = inflight::reconcile(
                 &current,
-                *count,
-                ids,
+                count,
+                &ids,
                 now,
                 self.config.max_node_provision_time,
             );
@@ -501,9 +541,8 @@ impl Autoscaler {
             if !rec.adopted.is_empty() {
                 self.adopt(&group, &mut rec, now).await;
             }
-            if !rec.timed_out.is_empty() {
-                self.give_up(&group, &mut rec, now, summary).await;
-            }
+            self.give_back(&group, &mut rec, membership, view, now, summary)
+                .await;
             desired.insert(name, (group, rec.status));
         }
 
@@ -612,79 +651,9 @@ impl Autoscaler {
         }
     }
 
-    /// Timed-out placeholders: ask the provider to delete them, mark the last
-    /// scale-up failed if they were its nodes, and back the group off.
-    #[tracing::instrument(
-        name = "give_up",
-        skip_all,
-        fields(node_group = %name_of(group), nodes = tracing::field::Empty)
-    )]
-    async fn give_up(
-        &self,
-        group: &NodeGroup,
-        rec: &mut inflight::Reconciled,
-        now: Timestamp,
-        summary: &mut LoopSummary,
-    ) {
-        let name = name_of(group);
-        let names: Vec<String> = rec.timed_out.iter().map(|e| e.name.clone()).collect();
-        // Placeholders are named after their request id (`<request id>-<n>`) until the
-        // provider names the instance.
-        tracing::Span::current().record("nodes", tracing::field::debug(&names));
-        let waited = self.config.max_node_provision_time;
-        tracing::info!(node_group = %name, nodes = ?names, provider = %group.spec.provider, "giving up on nodes that did not register in {waited:#}: asking the provider to delete them");
-        if let Err(error) = self
-            .executor
-            .delete_unregistered(&group_ref(group), &names)
-            .await
-        {
-            tracing::warn!(%error, node_group = %name, "could not delete nodes that never registered");
-        }
-        let message = format!(
-            "{} node(s) did not register within {waited:#}: {}",
-            names.len(),
-            names.join(", ")
-        );
-        let status = &mut rec.status;
-        if let Some(last) = status
-            .last_scale_up
-            .as_mut()
-            .filter(|last| rec.timed_out.iter().any(|e| e.requested_at == last.time))
-        {
-            last.outcome = ScaleUpOutcome::Failed;
-            last.message.clone_from(&message);
-        }
-        let until = backoff::enter(
-            &self.config.backoff,
-            status,
-            now,
-            "ScaleUpTimedOut",
-            &message,
-        );
-        summary.timed_out.insert(name.clone(), names.len());
-        self.metrics
-            .record_failure(&name, crate::metrics::TIMED_OUT);
-        self.events
-            .publish(
-                &Self::group_notice(group, true, SCALE_UP_TIMED_OUT, message.clone()),
-                now,
-            )
-            .await;
-        self.events
-            .publish(
-                &Self::group_notice(
-                    group,
-                    true,
-                    BACK_OFF,
-                    format!("not scaling node group {name} until {until}: {message}"),
-                ),
-                now,
-            )
-            .await;
-    }
-
-    /// Executes one ScaleUp of the plan. `None` when it was not attempted
-    /// (the intent could not be recorded).
+    /// Executes one ScaleUp of the plan: the outcome for the notices and what
+    /// the provider answered. `None` when it was not attempted (the intent
+    /// could not be recorded).
     #[tracing::instrument(
         name = "scale_up",
         skip_all,
@@ -697,7 +666,7 @@ impl Autoscaler {
         report: &PlanReport,
         now: Timestamp,
         summary: &mut LoopSummary,
-    ) -> Option<GroupOutcome> {
+    ) -> Option<(GroupOutcome, together::Answer)> {
         let name = name_of(group);
         let before = group.status.clone().unwrap_or_default();
         let request_id = format!("{name}-{}", now.as_millisecond());
@@ -751,6 +720,7 @@ impl Autoscaler {
         }
 
         // 3. Record the outcome.
+        let answer = together::Answer::of(&request, &result);
         let max = usize_of(group.spec.max_size);
         let from = usize_of(
             before
@@ -776,14 +746,17 @@ impl Autoscaler {
                         now,
                     )
                     .await;
-                Some(GroupOutcome::Started {
-                    from,
-                    to,
-                    max,
-                    capacity_type: scale_up.capacity_type,
-                })
+                Some((
+                    GroupOutcome::Started {
+                        from,
+                        to,
+                        max,
+                        capacity_type: scale_up.capacity_type,
+                    },
+                    answer,
+                ))
             }
-            Err(message) => Some(GroupOutcome::Failed(message)),
+            Err(message) => Some((GroupOutcome::Failed(message), answer)),
         }
     }
 }

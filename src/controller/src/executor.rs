@@ -71,6 +71,9 @@ pub struct Increased {
 /// its metrics and its status messages share.
 pub use dra_provider::ErrorCategory;
 
+/// An instance of a group as its provider lists it.
+pub use dra_provider::model::{Instance, InstanceState};
+
 /// The outcome recorded in `status.lastScaleUp` for a failure of `category`.
 #[must_use]
 pub fn outcome_of(category: ErrorCategory) -> ScaleUpOutcome {
@@ -138,6 +141,42 @@ pub trait ScaleExecutor: Send + Sync {
         group: &'a GroupRef,
         names: &'a [String],
     ) -> BoxFuture<'a, Result<(), ScaleError>>;
+
+    /// The instances the provider has for the group (externalgrpc `NodeGroupNodes`): ids are
+    /// what a registered Node's `spec.providerID` says. Providers without it fail with
+    /// [`ErrorCategory::NotImplemented`]; nodes are then known by their label.
+    fn instances<'a>(
+        &'a self,
+        group: &'a GroupRef,
+    ) -> BoxFuture<'a, Result<Vec<Instance>, ScaleError>> {
+        Box::pin(async move {
+            Err(ScaleError::new(
+                group,
+                "list instances of",
+                ErrorCategory::NotImplemented,
+                "this provider cannot list instances",
+            ))
+        })
+    }
+
+    /// The provider's group id of `node` (externalgrpc `NodeGroupForNode`) at provider
+    /// `provider`; `None` when it does not manage the node.
+    fn group_for_node<'a>(
+        &'a self,
+        provider: &'a str,
+        node: &'a NodeToDelete,
+    ) -> BoxFuture<'a, Result<Option<String>, ScaleError>> {
+        let _ = node;
+        Box::pin(async move {
+            Err(ScaleError {
+                provider: provider.to_owned(),
+                node_group: String::new(),
+                operation: "find the node group of a node at",
+                category: ErrorCategory::NotImplemented,
+                message: "this provider cannot tell a node's group".to_owned(),
+            })
+        })
+    }
 
     /// Deletes the machines behind registered nodes of the group (externalgrpc
     /// `NodeGroupDeleteNodes`), lowering its target size by as many. A machine

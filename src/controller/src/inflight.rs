@@ -147,6 +147,58 @@ pub fn reconcile(
     }
 }
 
+/// What to give back for entries that timed out, from the instances the group's provider
+/// lists that no Node registered for (cluster-autoscaler deletes such long-unregistered
+/// machines by instance id, and drops only never-started ones from the target).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GiveBack {
+    /// Machines to delete by instance id (`NodeGroupDeleteNodes`), each with the timed-out
+    /// entry it stands for.
+    pub delete: Vec<(UpcomingNode, String)>,
+    /// Timed-out entries no machine stands for: the provider never started them; only its
+    /// target drops (`NodeGroupDecreaseTargetSize`).
+    pub never_started: Vec<UpcomingNode>,
+}
+
+/// Matches timed-out entries with the `unregistered` instance ids of their group: an entry
+/// named after an instance (the provider answered its request with ids) takes that one; a
+/// placeholder takes one no other entry (timed out or still awaited) names, in the
+/// provider's order; what is left never started. An entry named after an instance that is
+/// not unregistered any more (gone, or being deleted) needs nothing.
+#[must_use]
+pub fn give_back(
+    timed_out: &[UpcomingNode],
+    waiting: &[UpcomingNode],
+    unregistered: &[&str],
+) -> GiveBack {
+    let named: BTreeSet<&str> = timed_out
+        .iter()
+        .chain(waiting)
+        .map(|e| e.name.as_str())
+        .collect();
+    let mut free = unregistered.iter().filter(|id| !named.contains(**id));
+    let mut out = GiveBack::default();
+    for entry in timed_out {
+        if unregistered.contains(&entry.name.as_str()) {
+            out.delete.push((entry.clone(), entry.name.clone()));
+        } else if is_instance_id(&entry.name) {
+            // Its machine is gone already.
+        } else if let Some(id) = free.next() {
+            out.delete.push((entry.clone(), (*id).to_owned()));
+        } else {
+            out.never_started.push(entry.clone());
+        }
+    }
+    out
+}
+
+/// Whether an entry is named after a provider's instance (`aws:///…`, `gce://…`,
+/// `fake://…`) rather than a placeholder of ours.
+#[must_use]
+pub fn is_instance_id(name: &str) -> bool {
+    name.contains("://")
+}
+
 /// Free slots of a reservation, shared by every group it backs:
 /// `total - Σ(current + upcoming)` over those groups, never below 0.
 #[must_use]
@@ -252,6 +304,16 @@ pub fn release(status: &mut NodeGroupStatus, request_id: &str) {
     status
         .upcoming_nodes
         .retain(|e| !is_placeholder_of(&e.name, request_id));
+    forget(status, request_id);
+}
+
+/// The machines `request_id` started (`instance_ids`, when the provider named them) are
+/// being given back (a gang that did not start whole): its entries go, whether still named
+/// after the request or after the instances.
+pub fn withdraw(status: &mut NodeGroupStatus, request_id: &str, instance_ids: &[String]) {
+    status
+        .upcoming_nodes
+        .retain(|e| !is_placeholder_of(&e.name, request_id) && !instance_ids.contains(&e.name));
     forget(status, request_id);
 }
 
@@ -384,6 +446,43 @@ mod tests {
         assert_eq!(r.timed_out, vec![entry("slow", 16 * 60)]);
         assert_eq!(r.status.upcoming_nodes, vec![entry("fresh", 60)]);
         assert_eq!(r.status.target_size, 1);
+    }
+
+    #[test]
+    fn timed_out_entries_take_the_unregistered_machines_and_the_rest_never_started() {
+        // A plain increase of 3 (placeholders), an atomic one answered with an id, one
+        // still awaited; the provider lists 3 machines no Node registered for.
+        let timed_out = vec![
+            entry("r1-0", 1000),
+            entry("r1-1", 1000),
+            entry("r1-2", 1000),
+            entry("aws:///us-east-1a/i-aaa", 1000),
+        ];
+        let waiting = vec![entry("aws:///us-east-1a/i-new", 60)];
+        let unregistered = [
+            "aws:///us-east-1a/i-new",
+            "aws:///us-east-1a/i-aaa",
+            "aws:///us-east-1a/i-bbb",
+        ];
+        let plan = give_back(&timed_out, &waiting, &unregistered);
+        let deleted: Vec<(&str, &str)> = plan
+            .delete
+            .iter()
+            .map(|(e, id)| (e.name.as_str(), id.as_str()))
+            .collect();
+        assert_eq!(
+            deleted,
+            vec![
+                ("r1-0", "aws:///us-east-1a/i-bbb"),
+                ("aws:///us-east-1a/i-aaa", "aws:///us-east-1a/i-aaa"),
+            ],
+            "the awaited machine is never taken"
+        );
+        let never: Vec<&str> = plan.never_started.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(never, vec!["r1-1", "r1-2"]);
+        // A named machine that is gone needs nothing.
+        let gone = give_back(&[entry("fake://x", 1000)], &[], &[]);
+        assert_eq!(gone, GiveBack::default());
     }
 
     #[test]

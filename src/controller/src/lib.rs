@@ -9,6 +9,8 @@
 //!
 //! * [`watch`]: reflectors per kind and discovery of the optional gang APIs;
 //!   [`rediscovery`]: those installed while running, watched from then on.
+//! * [`membership`]: which NodeGroup each Node belongs to, by the instances its
+//!   provider lists (providerID), the node-group label, or `NodeGroupForNode`.
 //! * [`snapshot`] and [`pods`]: the pure conversion from stores to the
 //!   planner's [`dra_sim::ClusterObjects`], and which pending pods count.
 //! * [`inflight`] and [`backoff`]: the pure bookkeeping of requested nodes and
@@ -36,6 +38,7 @@ pub mod executor;
 pub mod health;
 pub mod inflight;
 pub mod lease;
+pub mod membership;
 pub mod metrics;
 pub mod notices;
 pub mod pods;

@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use dra_api::{NODE_GROUP_LABEL, NodeGroup};
+use dra_api::NodeGroup;
 use dra_plan::groups::{Group, template_node};
 use dra_sim::objects::{ExtraObject, Origin};
 use dra_sim::{ClusterObjects, ObjectRef};
@@ -36,6 +36,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Resource;
 use kube::api::DynamicObject;
 
+use crate::membership::Membership;
 use crate::pods::{PendingPolicy, Priorities, Skip, classify, is_pending, nominated_node};
 
 /// An object watched untyped (of a gang API, or a ProvisioningRequest,
@@ -190,20 +191,18 @@ pub fn is_ready(node: &Node) -> bool {
     ready && !pressure && !tainted
 }
 
-/// The group a node belongs to, from its label.
+/// Builds the planner's input from the stores' contents, the group of each
+/// node ([`Membership`]) and the NodeGroups to plan with (reconciled by the
+/// caller; groups in backoff left out). A node of a group carries that group's
+/// `dra-autoscaler.io/node-group` label in the planner's copy, whatever the
+/// kubelet registered: the planner reads membership from it.
 #[must_use]
-pub fn node_group_of(node: &Node) -> Option<&str> {
-    node.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(NODE_GROUP_LABEL))
-        .map(String::as_str)
-}
-
-/// Builds the planner's input from the stores' contents and the NodeGroups
-/// to plan with (reconciled by the caller; groups in backoff left out).
-#[must_use]
-pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions) -> Built {
+pub fn build(
+    inputs: &Inputs,
+    membership: &Membership,
+    node_groups: &[NodeGroup],
+    options: &BuildOptions,
+) -> Built {
     let mut built = Built::default();
     let now = options.pending.now;
     let groups: BTreeMap<&str, &NodeGroup> = node_groups
@@ -216,7 +215,8 @@ pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions)
     for node in &inputs.nodes {
         let name = node.metadata.name.clone().unwrap_or_default();
         node_names.insert(name.clone());
-        let booting = node_group_of(node)
+        let booting = membership
+            .group_of(&name)
             .and_then(|g| groups.get(g))
             .filter(|_| !is_ready(node) && node.metadata.deletion_timestamp.is_none())
             .filter(|_| {
@@ -240,7 +240,11 @@ pub fn build(inputs: &Inputs, node_groups: &[NodeGroup], options: &BuildOptions)
                 objects.nodes.push(template);
                 built.booting_nodes.push(name);
             }
-            None => objects.nodes.push(Node::clone(node)),
+            None => objects.nodes.push(
+                membership
+                    .labelled(node)
+                    .unwrap_or_else(|| Node::clone(node)),
+            ),
         }
     }
 

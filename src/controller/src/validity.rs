@@ -26,6 +26,9 @@ pub const VALID_CONDITION: &str = "Valid";
 pub const DECODE_FAILED: &str = "DecodeFailed";
 /// `Valid=False` reason: it decodes, and breaks a rule of the spec.
 pub const INVALID_SPEC: &str = "InvalidSpec";
+/// `Valid=False` reason: its provider does not serve the group it names (unknown there, or
+/// found and unusable: a bad launch template, an unknown instance type, a bad tag).
+pub const PROVIDER_REFUSED: &str = "ProviderRefused";
 
 /// A NodeGroup the loop leaves out, and why.
 #[derive(Debug, Clone)]
@@ -54,6 +57,21 @@ impl Unusable {
             ..ObjectReference::default()
         }
     }
+}
+
+/// A usable NodeGroup whose provider refuses it (`message`), as an [`Unusable`].
+#[must_use]
+pub fn refused_by_provider(group: &NodeGroup, message: &str) -> Option<Unusable> {
+    let object: DynamicObject = serde_json::from_value(serde_json::to_value(group).ok()?).ok()?;
+    Some(Unusable {
+        name: group.metadata.name.clone().unwrap_or_default(),
+        object: Arc::new(object),
+        reason: PROVIDER_REFUSED,
+        message: format!(
+            "provider {:?} does not serve node group {:?}: {message}",
+            group.spec.provider, group.spec.provider_id
+        ),
+    })
 }
 
 /// Splits the watched objects into the NodeGroups the loop can use and the

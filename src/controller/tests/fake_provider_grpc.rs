@@ -1,7 +1,8 @@
 //! The whole path with the real provider protocol: the controller asks the
 //! fake provider over gRPC (AtomicIncreaseSize), the provider creates the
-//! Nodes in the API server, and the controller sees them register and stops
-//! counting them as upcoming — without ever asking twice.
+//! Nodes in the API server as kubelets register them (providerID, no node-group
+//! label), and the controller knows them by providerID, sees them register and
+//! stops counting them as upcoming — without ever asking twice.
 
 mod common;
 
@@ -30,8 +31,6 @@ nodeGroups:
 async fn gang_scale_up_through_the_fake_provider_registers_nodes_once() {
     let server = cluster().await;
     let client = server.client();
-    // The provider's group id is the NodeGroup's name, so its Nodes carry the
-    // NodeGroup's label.
     create_node_group_with_id(&client, "gpu", "gpu", 8).await;
     create_gang(&client, "train", 2, "3").await;
 
@@ -61,11 +60,10 @@ async fn gang_scale_up_through_the_fake_provider_registers_nodes_once() {
             i.nodes
                 .iter()
                 .filter(|n| {
-                    n.metadata
-                        .labels
+                    n.spec
                         .as_ref()
-                        .and_then(|l| l.get(NODE_GROUP_LABEL))
-                        .is_some_and(|g| g == "gpu")
+                        .and_then(|s| s.provider_id.as_deref())
+                        .is_some_and(|id| id.starts_with("fake://gpu-"))
                 })
                 .count()
                 == 2
@@ -87,6 +85,14 @@ async fn gang_scale_up_through_the_fake_provider_registers_nodes_once() {
         "the instance ids recorded are the Nodes' provider ids"
     );
 
+    assert!(
+        controller.watches.stores.inputs().nodes.iter().all(|n| n
+            .metadata
+            .labels
+            .as_ref()
+            .is_none_or(|l| !l.contains_key(NODE_GROUP_LABEL))),
+        "registered as a kubelet does, without the node-group label"
+    );
     let after = controller.run_once().await;
     assert!(after.scaled_up.is_empty(), "{after:?}");
     let status = node_group(&client, "gpu").await.status.expect("status");

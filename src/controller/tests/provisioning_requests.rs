@@ -9,7 +9,6 @@
 mod common;
 
 use common::{Controller, cluster, create_node_group_with_id, eventually, serve_and_connect};
-use dra_api::NODE_GROUP_LABEL;
 use dra_provider_fake::{Config, FakeProvider};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -255,11 +254,10 @@ async fn a_kueue_request_is_provisioned_its_nodes_come_up_and_its_booking_expire
             .items
             .iter()
             .filter(|n| {
-                n.metadata
-                    .labels
+                n.spec
                     .as_ref()
-                    .and_then(|l| l.get(NODE_GROUP_LABEL))
-                    .is_some_and(|g| g == "gpu")
+                    .and_then(|s| s.provider_id.as_deref())
+                    .is_some_and(|id| id.starts_with("fake://gpu-"))
             })
             .count()
             == 2

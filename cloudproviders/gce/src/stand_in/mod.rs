@@ -7,8 +7,11 @@
 //! Paths are `/compute/v1/projects/{project}/…` as the client sends them; the query string is
 //! read only for `size` (resize), `filter` (aggregated instances) and ignored otherwise.
 
+mod file;
 mod handlers;
 mod world;
+
+pub use file::{WorldFile, WorldFileError};
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -31,8 +34,16 @@ impl StandIn {
     /// # Errors
     /// When no port can be bound.
     pub async fn start(world: World) -> std::io::Result<Self> {
+        Self::start_on(world, SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// Starts one on `address`.
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start_on(world: World, address: SocketAddr) -> std::io::Result<Self> {
         let world = Arc::new(Mutex::new(world));
-        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let listener = tokio::net::TcpListener::bind(address).await?;
         let endpoint = format!("http://{}", listener.local_addr()?);
         let app = axum::Router::new()
             .fallback(handlers::handle)

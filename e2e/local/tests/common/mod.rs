@@ -15,8 +15,18 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 use serde_json::Value;
 
-/// The label the fake provider puts on a group's Nodes.
-pub const GROUP_LABEL: &str = "dra-autoscaler.io/node-group";
+/// The annotation the fake provider puts on a Node naming the group id it started it in
+/// (the fake cloud's record; the Node carries no node-group label, as a kubelet's does not).
+pub const GROUP_ANNOTATION: &str = dra_provider_fake::kube_writer::GROUP_ANNOTATION;
+
+/// The fake group id a Node was started in.
+pub fn group_of(node: &Node) -> Option<&str> {
+    node.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(GROUP_ANNOTATION))
+        .map(String::as_str)
+}
 
 /// A NodeGroup of the fake provider: `cpu` cores per machine, at most `max` machines.
 pub fn cpu_group(name: &str, max: i32, cpu: u32) -> String {
@@ -115,11 +125,12 @@ pub async fn wait_for<T>(
 pub async fn nodes_of(stack: &Stack, group: &str) -> Vec<String> {
     let nodes: Api<Node> = Api::all(stack.client());
     nodes
-        .list(&ListParams::default().labels(&format!("{GROUP_LABEL}={group}")))
+        .list(&ListParams::default())
         .await
         .unwrap()
         .items
         .into_iter()
+        .filter(|n| group_of(n) == Some(group))
         .filter_map(|n| n.metadata.name)
         .collect()
 }

@@ -8,7 +8,8 @@ use dra_provider::model::AtomicIncrease;
 use futures::future::BoxFuture;
 
 use super::{
-    ErrorCategory, GroupRef, IncreaseRequest, Increased, NodeToDelete, ScaleError, ScaleExecutor,
+    ErrorCategory, GroupRef, IncreaseRequest, Increased, Instance, NodeToDelete, ScaleError,
+    ScaleExecutor,
 };
 
 /// See the module docs.
@@ -110,15 +111,7 @@ impl GrpcExecutor {
     ) -> Result<(), ScaleError> {
         let op = "delete nodes of";
         let client = self.client(group, op)?;
-        let refs: Vec<dra_provider::model::NodeRef> = nodes
-            .iter()
-            .map(|n| dra_provider::model::NodeRef {
-                provider_id: n.provider_id.clone(),
-                name: n.name.clone(),
-                labels: n.labels.clone(),
-                annotations: n.annotations.clone(),
-            })
-            .collect();
+        let refs: Vec<dra_provider::model::NodeRef> = nodes.iter().map(node_ref).collect();
         match client.delete_nodes(&group.provider_id, &refs).await {
             Ok(()) => Ok(()),
             // The machine is gone already (a removal finished before a restart).
@@ -130,6 +123,51 @@ impl GrpcExecutor {
             }
             Err(e) => Err(ScaleError::new(group, op, e.category(), e.to_string())),
         }
+    }
+}
+
+fn node_ref(node: &NodeToDelete) -> dra_provider::model::NodeRef {
+    dra_provider::model::NodeRef {
+        provider_id: node.provider_id.clone(),
+        name: node.name.clone(),
+        labels: node.labels.clone(),
+        annotations: node.annotations.clone(),
+    }
+}
+
+impl GrpcExecutor {
+    async fn do_instances(&self, group: &GroupRef) -> Result<Vec<Instance>, ScaleError> {
+        let op = "list instances of";
+        let client = self.client(group, op)?;
+        client
+            .nodes(&group.provider_id)
+            .await
+            .map_err(|e| ScaleError::new(group, op, e.category(), e.to_string()))
+    }
+
+    async fn do_group_for_node(
+        &self,
+        provider: &str,
+        node: &NodeToDelete,
+    ) -> Result<Option<String>, ScaleError> {
+        let error = |category, message: String| ScaleError {
+            provider: provider.to_owned(),
+            node_group: String::new(),
+            operation: "find the node group of a node at",
+            category,
+            message,
+        };
+        let client = self.clients.get(provider).ok_or_else(|| {
+            error(
+                ErrorCategory::Config,
+                format!("no endpoint for provider {provider:?}"),
+            )
+        })?;
+        client
+            .node_group_for_node(&node_ref(node))
+            .await
+            .map(|group| group.map(|g| g.id))
+            .map_err(|e| error(e.category(), e.to_string()))
     }
 }
 
@@ -155,5 +193,20 @@ impl ScaleExecutor for GrpcExecutor {
         nodes: &'a [NodeToDelete],
     ) -> BoxFuture<'a, Result<(), ScaleError>> {
         Box::pin(self.do_delete_nodes(group, nodes))
+    }
+
+    fn instances<'a>(
+        &'a self,
+        group: &'a GroupRef,
+    ) -> BoxFuture<'a, Result<Vec<Instance>, ScaleError>> {
+        Box::pin(self.do_instances(group))
+    }
+
+    fn group_for_node<'a>(
+        &'a self,
+        provider: &'a str,
+        node: &'a NodeToDelete,
+    ) -> BoxFuture<'a, Result<Option<String>, ScaleError>> {
+        Box::pin(self.do_group_for_node(provider, node))
     }
 }

@@ -22,12 +22,15 @@ pub enum Call {
         /// The names passed.
         names: Vec<String>,
     },
-    /// Registered nodes deleted by scale-down.
+    /// Machines deleted by name or instance id (scale-down, machines that never registered,
+    /// a gang's machines given back).
     DeleteNodes {
         /// The group.
         group: GroupRef,
         /// The node names passed.
         nodes: Vec<String>,
+        /// The provider ids passed.
+        provider_ids: Vec<String>,
     },
 }
 
@@ -116,6 +119,20 @@ impl InMemoryProvider {
                 Call::DeleteNodes { nodes, .. } => nodes,
                 _ => Vec::new(),
             })
+            .filter(|name| !name.is_empty())
+            .collect()
+    }
+
+    /// Provider ids deleted so far (machines given back by instance id), in order.
+    #[must_use]
+    pub fn deleted_ids(&self) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .flat_map(|c| match c {
+                Call::DeleteNodes { provider_ids, .. } => provider_ids,
+                _ => Vec::new(),
+            })
+            .filter(|id| !id.is_empty())
             .collect()
     }
 
@@ -227,6 +244,7 @@ impl ScaleExecutor for InMemoryProvider {
             state.calls.push(Call::DeleteNodes {
                 group: group.clone(),
                 nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+                provider_ids: nodes.iter().map(|n| n.provider_id.clone()).collect(),
             });
             match state.failures.pop_front() {
                 Some((category, message)) => {

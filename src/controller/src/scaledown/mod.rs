@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use dra_api::{NODE_GROUP_LABEL, NodeGroup, ScaleUpOutcome, UnneededNode};
+use dra_api::{NodeGroup, ScaleUpOutcome, UnneededNode};
 use dra_plan::report::PlanReport;
 use dra_plan::scaledown::{ScaleDownDefaults, ScaleDownOptions, ScaleDownReport, analyse};
 use dra_sim::{ClusterObjects, FeatureGates};
@@ -125,6 +125,8 @@ pub struct LoopState<'a> {
     pub booting: &'a [String],
     /// The Nodes as the API server has them.
     pub nodes: &'a [Arc<Node>],
+    /// The group of each node.
+    pub membership: &'a crate::membership::Membership,
     /// Groups scaled up in this loop.
     pub scaled_up_now: bool,
     /// The time of the loop.
@@ -336,7 +338,10 @@ impl ScaleDowns {
                 if self.config.actuate {
                     self.revert(
                         node,
-                        state.groups,
+                        state
+                            .membership
+                            .group_of(name)
+                            .and_then(|g| state.groups.get(g)),
                         &format!("removal under way before a restart cannot finish: {why}"),
                         now,
                     )
@@ -344,11 +349,9 @@ impl ScaleDowns {
                 }
                 summary.reverted.push(name.clone());
             } else if self.config.actuate
-                && let Some(group) = node
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(NODE_GROUP_LABEL))
+                && let Some(group) = state
+                    .membership
+                    .group_of(name)
                     .and_then(|g| state.groups.get(g))
             {
                 tracing::info!(node = %name, "resuming a removal found under way");
@@ -454,13 +457,7 @@ impl ScaleDowns {
         }
     }
 
-    async fn revert(
-        &self,
-        node: &Node,
-        groups: &BTreeMap<String, NodeGroup>,
-        why: &str,
-        now: Timestamp,
-    ) {
+    async fn revert(&self, node: &Node, group: Option<&NodeGroup>, why: &str, now: Timestamp) {
         let name = node.metadata.name.clone().unwrap_or_default();
         if let Err(error) = taint::set(&self.client, &name, None).await {
             tracing::warn!(%error, node = %name, "unable to take the to-be-deleted taint off");
@@ -473,13 +470,7 @@ impl ScaleDowns {
                 now,
             )
             .await;
-        if let Some(group) = node
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(NODE_GROUP_LABEL))
-            .and_then(|g| groups.get(g))
-        {
+        if let Some(group) = group {
             self.events
                 .publish(
                     &notice(group.object_ref(&()), true, SCALE_DOWN_FAILED, note),

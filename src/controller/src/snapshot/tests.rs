@@ -6,6 +6,16 @@ use super::*;
 use crate::pods::PendingPolicy;
 use crate::test_support::{node, node_group, now, pending_pod};
 
+/// Membership as the labels say (no provider lists instances).
+fn labels_only(inputs: &Inputs) -> Membership {
+    let groups = ["cpu".to_string(), "gpu".to_string()].into();
+    Membership::resolve(
+        inputs.nodes.iter().map(AsRef::as_ref),
+        &groups,
+        &crate::membership::ProviderView::default(),
+    )
+}
+
 fn options() -> BuildOptions {
     BuildOptions {
         pending: PendingPolicy {
@@ -37,7 +47,7 @@ fn booting_node_of_a_group_stands_in_as_its_template() {
         ],
         ..Default::default()
     };
-    let built = build(&inputs, &[group], &options());
+    let built = build(&inputs, &labels_only(&inputs), &[group], &options());
     assert_eq!(built.booting_nodes, vec!["cpu-1".to_string()]);
     let stand_in = &built.objects.nodes[0];
     assert!(is_ready(stand_in));
@@ -77,7 +87,12 @@ fn a_ready_node_still_tainted_not_ready_is_booting_as_cluster_autoscaler_judges_
             nodes: vec![Arc::new(fresh)],
             ..Default::default()
         };
-        let built = build(&inputs, &[node_group("cpu", 5)], &options());
+        let built = build(
+            &inputs,
+            &labels_only(&inputs),
+            &[node_group("cpu", 5)],
+            &options(),
+        );
         assert_eq!(built.booting_nodes, vec!["cpu-1".to_string()], "{key}");
     }
     // A taint of the workload's own (a GPU taint the pods tolerate) is not a readiness one.
@@ -95,7 +110,12 @@ fn node_that_never_became_ready_stops_counting_after_max_provision_time() {
         nodes: vec![Arc::new(node("cpu-1", Some("cpu"), false, 16 * 60))],
         ..Default::default()
     };
-    let built = build(&inputs, &[node_group("cpu", 5)], &options());
+    let built = build(
+        &inputs,
+        &labels_only(&inputs),
+        &[node_group("cpu", 5)],
+        &options(),
+    );
     assert!(built.booting_nodes.is_empty());
     assert!(!is_ready(&built.objects.nodes[0]));
 }
@@ -115,7 +135,7 @@ fn skipped_pods_are_left_out_and_counted() {
         ],
         ..Default::default()
     };
-    let built = build(&inputs, &[], &options());
+    let built = build(&inputs, &labels_only(&inputs), &[], &options());
     assert_eq!(built.planned_for, vec![ObjectRef::new("default", "old")]);
     assert_eq!(built.skipped.get(&Skip::TooYoung), Some(&1));
     assert_eq!(built.skipped.get(&Skip::Nominated), Some(&1));
@@ -161,7 +181,7 @@ fn members_linked_by_a_1_35_workload_ref_are_planned_for() {
         .into(),
         ..Default::default()
     };
-    let built = build(&inputs, &[], &options());
+    let built = build(&inputs, &labels_only(&inputs), &[], &options());
     assert_eq!(
         built.planned_for,
         vec![ObjectRef::new("default", "worker-0")]
@@ -186,7 +206,12 @@ fn node_groups_and_gang_objects_travel_as_typed_extras() {
         }],
         ..Default::default()
     };
-    let built = build(&inputs, &[node_group("cpu", 5)], &options());
+    let built = build(
+        &inputs,
+        &labels_only(&inputs),
+        &[node_group("cpu", 5)],
+        &options(),
+    );
     let kinds: Vec<_> = built
         .objects
         .extra

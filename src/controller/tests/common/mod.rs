@@ -16,7 +16,7 @@ use dra_controller::watch::{self, Watches};
 use dra_fake_apiserver::FakeApiServer;
 use dra_plan::PlanOptions;
 use dra_sim::{FeatureGates, KubeVersion};
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -34,6 +34,39 @@ pub fn pod_group_resource() -> ApiResource {
         kind: "PodGroup".into(),
         plural: "podgroups".into(),
     }
+}
+
+/// The Node a kubelet registers for machine `provider_id` of a group whose spec is `spec`:
+/// the template `dra_api::new_node` builds (what the planner simulates) with
+/// `spec.providerID`, and without the `dra-autoscaler.io/node-group` label, which no kubelet
+/// sets by default: the controller must know it by its providerID.
+pub fn kubelet_node(spec: &NodeGroupSpec, name: &str, provider_id: &str) -> Node {
+    let mut node = dra_api::new_node("unused", spec, name).node;
+    if let Some(labels) = node.metadata.labels.as_mut() {
+        labels.remove(dra_api::NODE_GROUP_LABEL);
+    }
+    node.spec.get_or_insert_with(Default::default).provider_id = Some(provider_id.to_owned());
+    node
+}
+
+/// Registers [`kubelet_node`] for each instance id, named by `name_of(index, id)`.
+pub async fn register_kubelets(
+    client: &Client,
+    spec: &NodeGroupSpec,
+    instances: &[String],
+    name_of: impl Fn(usize, &str) -> String,
+) -> Vec<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for (i, id) in instances.iter().enumerate() {
+        let name = name_of(i, id);
+        nodes
+            .create(&PostParams::default(), &kubelet_node(spec, &name, id))
+            .await
+            .expect("Node registered");
+        names.push(name);
+    }
+    names
 }
 
 /// A fake API server serving NodeGroups and coscheduling PodGroups.
@@ -191,6 +224,23 @@ pub fn loop_config() -> LoopConfig {
             initial: SignedDuration::from_mins(5),
             max: SignedDuration::from_mins(30),
         },
+    }
+}
+
+/// Scale-down that acts at once: no unneeded or cooldown time, 50 % threshold.
+pub fn quick_scale_down() -> dra_controller::scaledown::ScaleDownConfig {
+    dra_controller::scaledown::ScaleDownConfig {
+        defaults: dra_plan::scaledown::ScaleDownDefaults {
+            enabled: true,
+            utilization_threshold: 0.5,
+            unneeded_time: SignedDuration::ZERO,
+            empty_unneeded_time: SignedDuration::ZERO,
+        },
+        delay_after_add: SignedDuration::ZERO,
+        max_parallelism: 10,
+        max_graceful_termination: SignedDuration::from_secs(20),
+        eviction_retry: Duration::from_millis(100),
+        actuate: true,
     }
 }
 

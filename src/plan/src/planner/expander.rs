@@ -87,12 +87,14 @@ impl clap::ValueEnum for Expander {
 }
 
 /// A group that can take waiting members, as probed: one fresh node of it
-/// takes `yield_per_node` of them and leaves `waste` of its CPU and memory.
+/// takes `yield_per_node` of them and leaves `waste` of its CPU and memory;
+/// `holds_rest` when its room left holds every waiting member at that yield.
 #[derive(Debug, Clone)]
 pub(super) struct Choice {
     pub(super) group: usize,
     pub(super) yield_per_node: usize,
     pub(super) waste: f64,
+    pub(super) holds_rest: bool,
 }
 
 /// A size class a packed pod could open a node of: the class, the member the
@@ -113,8 +115,12 @@ impl Planner<'_> {
         let (ga, gb) = (&self.groups[a.group], &self.groups[b.group]);
         // Cost per member placed: the least-cost objective, node by node.
         let per_member = |g: &Group, c: &Choice| g.spec.price_per_hour / c.yield_per_node as f64;
+        // At the same cost, a group that holds every waiting member keeps a gang in one
+        // group (one zone, one provider request): a gang split over groups starts whole
+        // only if every group's request succeeds.
         let least_cost = per_member(ga, a)
             .total_cmp(&per_member(gb, b))
+            .then_with(|| b.holds_rest.cmp(&a.holds_rest))
             .then_with(|| b.yield_per_node.cmp(&a.yield_per_node))
             .then_with(|| ga.capacity_rank().cmp(&gb.capacity_rank()))
             .then_with(|| ga.name.cmp(&gb.name));
@@ -127,7 +133,7 @@ impl Planner<'_> {
     }
 
     /// Is landing attempt `a` (in one domain) better than `b` (in another)?
-    /// Least-cost: cheaper, then fewer new nodes. Priority: the lowest
+    /// Least-cost: cheaper, then fewer new nodes, then fewer groups. Priority: the lowest
     /// priority among the groups it buys from is higher, then as least-cost.
     /// Least-waste: less CPU and memory left unused on its new nodes, then
     /// as least-cost.
@@ -135,7 +141,8 @@ impl Planner<'_> {
         let least_cost = a
             .cost
             .total_cmp(&b.cost)
-            .then_with(|| a.node_count().cmp(&b.node_count()));
+            .then_with(|| a.node_count().cmp(&b.node_count()))
+            .then_with(|| a.new_nodes.len().cmp(&b.new_nodes.len()));
         let lowest_priority = |attempt: &Attempt| {
             attempt
                 .new_nodes

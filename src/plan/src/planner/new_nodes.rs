@@ -233,10 +233,13 @@ impl Planner<'_> {
             if !self.group_in_domain(group, domain) {
                 continue;
             }
-            if let Err(reason) = self.room_left(group, attempt) {
-                rejected.insert(group, reason);
-                continue;
-            }
+            let room = match self.room_left(group, attempt) {
+                Ok(room) => room,
+                Err(reason) => {
+                    rejected.insert(group, reason);
+                    continue;
+                }
+            };
             let g = &self.groups[group];
             let result = self.fresh_node_takes(group, waiting, claims, uniform);
             for (pod, error) in result.errors {
@@ -258,6 +261,7 @@ impl Planner<'_> {
                 group,
                 yield_per_node: yielded,
                 waste: waste(g, requested),
+                holds_rest: room.saturating_mul(yielded) >= waiting.len(),
             };
             if best.as_ref().is_none_or(|b| self.better(&candidate, b)) {
                 best = Some(candidate);
