@@ -101,6 +101,10 @@ pub struct GroupConfig {
     /// Template overrides.
     #[serde(default)]
     pub template: TemplateOptions,
+    /// The group's `spec.scaleDown` (a NodeGroup's), printed by `print-nodegroups` and
+    /// answered to cluster-autoscaler's `NodeGroupGetOptions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down: Option<dra_api::ScaleDownPolicy>,
 }
 
 /// A config file that cannot be used.

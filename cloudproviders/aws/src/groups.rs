@@ -221,8 +221,7 @@ pub fn build(parts: Parts<'_>) -> Result<Group, String> {
         priority: config.priority,
         topology_domain: config.topology_domain.clone(),
         template,
-        // Scale-down settings are the cluster's to choose (the NodeGroup's spec.scaleDown).
-        scale_down: None,
+        scale_down: config.scale_down.clone(),
     };
     spec.validate().map_err(|e| e.to_string())?;
     Ok(Group {

@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime};
 
 use dra_api::NODE_GROUP_LABEL;
 use dra_provider::{
-    AtomicIncrease, CloudProvider, GroupCatalog, Instance, InstanceDetails, InstanceError,
-    InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus,
-    TemplateNode,
+    AtomicIncrease, AutoscalingOptions, CloudProvider, GroupCatalog, Instance, InstanceDetails,
+    InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError,
+    ReservationStatus, TemplateNode, gpu, group_options,
 };
 use tokio::sync::Mutex;
 
@@ -274,28 +274,25 @@ impl CloudProvider for AwsProvider {
             .map(group_ref))
     }
 
+    /// The label cluster-autoscaler's own provider for this cloud reports, unless a group
+    /// with DRA-only GPUs carries it (`dra_provider::gpu` says why).
     async fn gpu_label(&self) -> Result<String, ProviderError> {
-        Ok(GPU_LABEL.to_owned())
-    }
-
-    async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
         self.inner.ensure_groups(false).await?;
         let groups = self.inner.groups.lock().await;
-        let mut types: Vec<String> = groups
-            .good
-            .values()
-            .filter(|g| {
-                g.spec
-                    .template
-                    .resource_slices
-                    .iter()
-                    .any(|s| s.driver == dra_provider_machines::nvidia::DRIVER)
-            })
-            .map(|g| g.instance_type.clone())
-            .collect();
-        types.sort();
-        types.dedup();
-        Ok(types)
+        Ok(gpu::gpu_label(
+            GPU_LABEL,
+            groups.good.values().map(|g| &g.spec.template),
+        ))
+    }
+
+    /// The values the groups' templates give the GPU label.
+    async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
+        let label = self.gpu_label().await?;
+        let groups = self.inner.groups.lock().await;
+        Ok(gpu::gpu_types(
+            &label,
+            groups.good.values().map(|g| &g.spec.template),
+        ))
     }
 
     async fn refresh(&self) -> Result<(), ProviderError> {
@@ -409,6 +406,16 @@ impl CloudProvider for AwsProvider {
 
     async fn template_node(&self, id: &str) -> Result<TemplateNode, ProviderError> {
         Ok(template_of(&self.inner.group(id).await?))
+    }
+
+    /// From the group's `scaleDown` setting (`dra_provider::group_options`).
+    async fn options(
+        &self,
+        id: &str,
+        defaults: &AutoscalingOptions,
+    ) -> Result<Option<AutoscalingOptions>, ProviderError> {
+        let group = self.inner.group(id).await?;
+        group_options::options_for(id, &group.spec, defaults)
     }
 
     async fn node_group_details(

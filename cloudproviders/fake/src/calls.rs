@@ -8,13 +8,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dra_api::NODE_GROUP_LABEL;
 use dra_provider::{
-    AtomicIncrease, CloudProvider, Instance, InstanceDetails, InstanceState, NodeGroupDetails,
-    NodeGroupRef, NodeRef, ProviderError, ReservationStatus, TemplateNode,
+    AtomicIncrease, AutoscalingOptions, CloudProvider, Instance, InstanceDetails, InstanceState,
+    NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus, TemplateNode, gpu,
+    group_options,
 };
 
 use crate::cloud::{InstanceRecord, Limit};
 use crate::config::GroupConfig;
 use crate::provider::{FakeProvider, group_ref, kube_err};
+
+/// The label GPU feature discovery puts on NVIDIA GPU nodes, the fake's usual `GPULabel`.
+pub const GPU_PRODUCT_LABEL: &str = "nvidia.com/gpu.product";
 
 /// Logs the outcome of a call that changes the cloud.
 fn log_outcome<T>(call: &str, group: &str, args: &str, result: &Result<T, ProviderError>) {
@@ -237,8 +241,23 @@ impl CloudProvider for FakeProvider {
         Ok(self.group(&group.id)?.spec.price_per_hour * hours)
     }
 
+    /// GPU feature discovery's product label, unless a group with DRA-only GPUs carries it
+    /// ([`gpu`] says why).
     async fn gpu_label(&self) -> Result<String, ProviderError> {
-        Ok("nvidia.com/gpu.product".to_owned())
+        let groups = self.all_groups();
+        Ok(gpu::gpu_label(
+            GPU_PRODUCT_LABEL,
+            groups.iter().map(|g| &g.spec.template),
+        ))
+    }
+
+    async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
+        let label = self.gpu_label().await?;
+        let groups = self.all_groups();
+        Ok(gpu::gpu_types(
+            &label,
+            groups.iter().map(|g| &g.spec.template),
+        ))
     }
 
     async fn target_size(&self, id: &str) -> Result<i32, ProviderError> {
@@ -312,6 +331,15 @@ impl CloudProvider for FakeProvider {
         );
         let group = self.group(id)?;
         Ok(Self::template_of(&group))
+    }
+
+    async fn options(
+        &self,
+        id: &str,
+        defaults: &AutoscalingOptions,
+    ) -> Result<Option<AutoscalingOptions>, ProviderError> {
+        tracing::debug!(call = "NodeGroupGetOptions", group = id, "provider call");
+        group_options::options_for(id, &self.group(id)?.spec, defaults)
     }
 
     async fn node_group_details(

@@ -10,6 +10,7 @@
 //! ```yaml
 //! sliceDelayMs: 500          # DRA slices appear this long after the Node
 //! leaseRenewSeconds: 10
+//! kubeletSyncMs: 500         # pods on fake nodes start, terminating ones go, devices attach
 //! providerName: fake         # serve NodeGroups whose spec.provider is this
 //! nodeGroups:
 //!   - name: gpu              # the group id (a NodeGroup's spec.providerID)
@@ -39,6 +40,10 @@ pub struct Config {
     /// How often Leases are renewed (kubelet: every 10 s for a 40 s lease).
     #[serde(default = "default_lease_renew")]
     pub lease_renew_seconds: u64,
+    /// How often the instances' kubelets and DRA driver act ([`crate::kubelet`]): report
+    /// bound pods Running, remove terminating pods, set device binding conditions.
+    #[serde(default = "default_kubelet_sync")]
+    pub kubelet_sync_ms: u64,
     /// NodeGroups in the API server with this `spec.provider` are served.
     #[serde(default = "default_provider_name")]
     pub provider_name: String,
@@ -49,6 +54,10 @@ pub struct Config {
 
 fn default_lease_renew() -> u64 {
     10
+}
+
+fn default_kubelet_sync() -> u64 {
+    500
 }
 
 fn default_provider_name() -> String {

@@ -16,6 +16,7 @@ pub mod cloud;
 pub mod config;
 pub mod groups;
 pub mod kube_writer;
+pub mod kubelet;
 pub mod provider;
 pub mod publisher;
 

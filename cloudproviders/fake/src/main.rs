@@ -73,8 +73,11 @@ async fn main() -> anyhow::Result<()> {
         provider_name = %config.provider_name,
         "starting dra-provider-fake"
     );
-    let provider = FakeProvider::new(config, kube_client(kubeconfig).await?, state_file).await?;
+    let client = kube_client(kubeconfig).await?;
+    let kubelet_period = std::time::Duration::from_millis(config.kubelet_sync_ms.max(50));
+    let provider = FakeProvider::new(config, client.clone(), state_file).await?;
     let _renewal = provider.spawn_lease_renewal();
+    let _kubelet = provider.spawn_kubelet(client, kubelet_period);
     serve.serve(provider).await?;
     Ok(())
 }

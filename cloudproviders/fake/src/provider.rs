@@ -261,6 +261,38 @@ impl FakeProvider {
         })
     }
 
+    /// Plays the kubelet and the DRA driver of every instance ([`crate::kubelet`]): every
+    /// `period`, pods bound to the instances' Nodes are reported Running, their terminating
+    /// pods removed, and device binding conditions set.
+    pub fn spawn_kubelet(
+        self: &Arc<Self>,
+        client: kube::Client,
+        period: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let provider = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut kubelet = crate::kubelet::Kubelet::new(client);
+            loop {
+                tokio::time::sleep(period).await;
+                let Some(provider) = Weak::upgrade(&provider) else {
+                    return;
+                };
+                let owned: std::collections::BTreeSet<String> = {
+                    let state = provider.state.lock().await;
+                    state
+                        .groups
+                        .values()
+                        .flat_map(|g| g.instances.keys().cloned())
+                        .collect()
+                };
+                drop(provider);
+                if let Err(err) = kubelet.sync(&owned).await {
+                    tracing::warn!(%err, "kubelet pass failed; trying again");
+                }
+            }
+        })
+    }
+
     pub(crate) fn save(&self, state: &CloudState) -> Result<(), ProviderError> {
         if let Some(path) = &self.state_file {
             state.save(path).map_err(|err| ProviderError::Internal {

@@ -321,7 +321,7 @@ pub fn build(parts: Parts) -> Result<Group, String> {
         priority: config.priority,
         topology_domain: config.topology_domain.clone(),
         template: node_template,
-        scale_down: None,
+        scale_down: config.scale_down.clone(),
     };
     spec.validate().map_err(|e| e.to_string())?;
     Ok(Group {

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use dra_api::NODE_GROUP_LABEL;
 use dra_provider::{
-    AtomicIncrease, CloudProvider, GroupCatalog, Instance, InstanceDetails, InstanceError,
-    InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus,
-    TemplateNode,
+    AtomicIncrease, AutoscalingOptions, CloudProvider, GroupCatalog, Instance, InstanceDetails,
+    InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError,
+    ReservationStatus, TemplateNode, gpu, group_options,
 };
 use tokio::sync::Mutex;
 
@@ -335,29 +335,25 @@ impl CloudProvider for GceProvider {
             .map(group_ref))
     }
 
+    /// The label cluster-autoscaler's own provider for this cloud reports, unless a group
+    /// with DRA-only GPUs carries it (`dra_provider::gpu` says why).
     async fn gpu_label(&self) -> Result<String, ProviderError> {
-        Ok(GPU_LABEL.to_owned())
-    }
-
-    async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
         self.inner.ensure_groups(false).await?;
         let groups = self.inner.groups.lock().await;
-        let mut types: Vec<String> = groups
-            .good
-            .values()
-            .flat_map(|g| {
-                crate::groups::gpus(
-                    &crate::api::MachineTypeInfo::default(),
-                    &g.template.properties,
-                )
-                .into_iter()
-                .map(|gpu| gpu.name)
-                .chain(g.spec.template.labels.get(GPU_LABEL).cloned())
-            })
-            .collect();
-        types.sort();
-        types.dedup();
-        Ok(types)
+        Ok(gpu::gpu_label(
+            GPU_LABEL,
+            groups.good.values().map(|g| &g.spec.template),
+        ))
+    }
+
+    /// The values the groups' templates give the GPU label.
+    async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
+        let label = self.gpu_label().await?;
+        let groups = self.inner.groups.lock().await;
+        Ok(gpu::gpu_types(
+            &label,
+            groups.good.values().map(|g| &g.spec.template),
+        ))
     }
 
     async fn refresh(&self) -> Result<(), ProviderError> {
@@ -520,6 +516,16 @@ impl CloudProvider for GceProvider {
 
     async fn template_node(&self, id: &str) -> Result<TemplateNode, ProviderError> {
         Ok(template_of(&self.inner.group(id).await?))
+    }
+
+    /// From the group's `scaleDown` setting (`dra_provider::group_options`).
+    async fn options(
+        &self,
+        id: &str,
+        defaults: &AutoscalingOptions,
+    ) -> Result<Option<AutoscalingOptions>, ProviderError> {
+        let group = self.inner.group(id).await?;
+        group_options::options_for(id, &group.spec, defaults)
     }
 
     async fn node_group_details(

@@ -4,11 +4,18 @@
 //! [`ScaleUpError`](crate::pb::extensions::ScaleUpError) detail for capacity and quota
 //! failures). The client turns any status back into [`ClientError`], whose
 //! [`category`](ClientError::category) is what the planner acts on.
+//!
+//! Details travel as gRPC's richer error model: the `grpc-status-details-bin` trailer holds a
+//! `google.rpc.Status` whose code and message are the status's own and whose details are
+//! `google.protobuf.Any`s. grpc-go (so cluster-autoscaler) parses that trailer as a
+//! `google.rpc.Status` and turns a parseable one whose code differs from `grpc-status` into
+//! INTERNAL "grpc-status-details-bin mismatch"; a bare message there would be read that way.
 
 use std::time::Duration;
 
 use prost::Message;
 use tonic::{Code, Status};
+use tonic_types::Status as RpcStatus;
 
 use crate::model::ErrorClass;
 use crate::pb::extensions as ext;
@@ -106,7 +113,7 @@ impl From<ProviderError> for Status {
                     not_started: true,
                     ..Default::default()
                 };
-                Status::with_details(Code::Unavailable, message, detail.encode_to_vec().into())
+                status_with_detail(Code::Unavailable, message, &detail)
             }
             ProviderError::Internal { .. } => Status::internal(message),
         }
@@ -127,11 +134,53 @@ fn scale_up_status(
         rolled_back,
         not_started: false,
     };
-    Status::with_details(
-        Code::ResourceExhausted,
-        message,
-        detail.encode_to_vec().into(),
-    )
+    status_with_detail(Code::ResourceExhausted, message, &detail)
+}
+
+/// `type.googleapis.com/draautoscaler.provider.v1.ScaleUpError` inside a `google.protobuf.Any`.
+impl prost::Name for ext::ScaleUpError {
+    const PACKAGE: &'static str = "draautoscaler.provider.v1";
+    const NAME: &'static str = "ScaleUpError";
+
+    fn type_url() -> String {
+        format!("type.googleapis.com/{}", Self::full_name())
+    }
+}
+
+/// A status whose `grpc-status-details-bin` trailer is the `google.rpc.Status` gRPC's richer
+/// error model prescribes: the same code and message, `detail` packed as an `Any`.
+fn status_with_detail(code: Code, message: String, detail: &ext::ScaleUpError) -> Status {
+    let rpc_status = RpcStatus {
+        code: code as i32,
+        message: message.clone(),
+        details: vec![prost_types::Any {
+            type_url: <ext::ScaleUpError as prost::Name>::type_url(),
+            value: detail.encode_to_vec(),
+        }],
+    };
+    Status::with_details(code, message, rpc_status.encode_to_vec().into())
+}
+
+/// The [`ext::ScaleUpError`] a status carries: inside a `google.rpc.Status` (this version
+/// on), or the bare message providers before it sent. The two cannot be confused: read as a
+/// `google.rpc.Status`, a bare `ScaleUpError` has its error class (1, 2 or 99, or 0 when
+/// unset) as the code, never the RESOURCE_EXHAUSTED (8) or UNAVAILABLE (14) it is sent with.
+fn scale_up_detail(status: &Status) -> Option<ext::ScaleUpError> {
+    let bytes = status.details();
+    if bytes.is_empty() {
+        return None;
+    }
+    match RpcStatus::decode(bytes) {
+        Ok(rpc_status) if rpc_status.code == status.code() as i32 => {
+            let wanted = <ext::ScaleUpError as prost::Name>::full_name();
+            rpc_status
+                .details
+                .iter()
+                .find(|any| any.type_url.rsplit('/').next() == Some(wanted.as_str()))
+                .and_then(|any| ext::ScaleUpError::decode(any.value.as_slice()).ok())
+        }
+        _ => ext::ScaleUpError::decode(bytes).ok(),
+    }
 }
 
 /// What a caller can do about a failed call: one enum for the client, the controller, its
@@ -262,14 +311,11 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// Builds an [`ClientError::Rpc`], decoding a [`ext::ScaleUpError`] detail if present.
+    /// Builds an [`ClientError::Rpc`], decoding a [`ext::ScaleUpError`] detail if present
+    /// (wrapped in a `google.rpc.Status`, or bare as providers before this version sent it).
     #[must_use]
     pub fn from_status(method: &'static str, status: Status) -> Self {
-        let scale_up = if status.details().is_empty() {
-            None
-        } else {
-            ext::ScaleUpError::decode(status.details()).ok()
-        };
+        let scale_up = scale_up_detail(&status);
         Self::Rpc {
             method,
             status,
@@ -367,4 +413,124 @@ pub(crate) fn is_retryable(code: Code) -> bool {
         code,
         Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::Unknown
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn out_of_capacity() -> ProviderError {
+        ProviderError::OutOfCapacity {
+            code: "InsufficientInstanceCapacity".into(),
+            message: "no p5 in us-east-1a".into(),
+            rolled_back: 2,
+        }
+    }
+
+    /// gRPC's richer error model: the trailer is a google.rpc.Status with the status's own
+    /// code and message and the detail as an Any named by its full type URL.
+    #[test]
+    fn details_are_a_google_rpc_status_with_the_same_code_and_message() {
+        let status = Status::from(out_of_capacity());
+        let rpc_status = RpcStatus::decode(status.details()).unwrap();
+        assert_eq!(rpc_status.code, Code::ResourceExhausted as i32);
+        assert_eq!(rpc_status.message, status.message());
+        assert_eq!(rpc_status.details.len(), 1);
+        let any = &rpc_status.details[0];
+        assert_eq!(
+            any.type_url,
+            "type.googleapis.com/draautoscaler.provider.v1.ScaleUpError"
+        );
+        let detail: ext::ScaleUpError = any.to_msg().unwrap();
+        assert_eq!(detail.error_code, "InsufficientInstanceCapacity");
+        assert_eq!(detail.rolled_back, 2);
+    }
+
+    #[test]
+    fn the_client_unwraps_what_the_server_wraps() {
+        for (error, category) in [
+            (out_of_capacity(), ErrorCategory::OutOfCapacity),
+            (
+                ProviderError::Quota {
+                    code: "QUOTA_EXCEEDED".into(),
+                    message: "GPUS_ALL_REGIONS".into(),
+                },
+                ErrorCategory::Quota,
+            ),
+            (
+                ProviderError::NotStarted {
+                    message: "throttled before any call".into(),
+                },
+                ErrorCategory::NotSent,
+            ),
+        ] {
+            let client = ClientError::from_status("NodeGroupIncreaseSize", error.clone().into());
+            assert_eq!(client.category(), category, "{error}");
+            let ClientError::Rpc { scale_up, .. } = client else {
+                panic!("an Rpc error")
+            };
+            assert!(scale_up.is_some(), "{error}: the detail was read");
+        }
+    }
+
+    /// Providers before this version sent the ScaleUpError itself as the trailer.
+    #[test]
+    fn the_bare_detail_of_older_providers_is_still_read() {
+        let bare = |class: ext::ErrorClass, code: Code, not_started: bool| {
+            let detail = ext::ScaleUpError {
+                error_class: class.into(),
+                error_code: "X".into(),
+                error_message: "older provider".into(),
+                rolled_back: 1,
+                not_started,
+            };
+            Status::with_details(code, "failed", detail.encode_to_vec().into())
+        };
+        let quota = ClientError::from_status(
+            "AtomicIncreaseSize",
+            bare(ext::ErrorClass::Quota, Code::ResourceExhausted, false),
+        );
+        assert_eq!(quota.category(), ErrorCategory::Quota);
+        assert_eq!(quota.error_class(), Some(ErrorClass::Quota));
+        let capacity = ClientError::from_status(
+            "AtomicIncreaseSize",
+            bare(
+                ext::ErrorClass::OutOfCapacity,
+                Code::ResourceExhausted,
+                false,
+            ),
+        );
+        assert_eq!(capacity.error_class(), Some(ErrorClass::OutOfCapacity));
+        let not_started = ClientError::from_status(
+            "AtomicIncreaseSize",
+            bare(ext::ErrorClass::None, Code::Unavailable, true),
+        );
+        assert_eq!(not_started.category(), ErrorCategory::NotSent);
+    }
+
+    /// Another service's google.rpc.Status (say a proxy's ErrorInfo) is not taken for ours.
+    #[test]
+    fn a_google_rpc_status_without_our_detail_carries_none() {
+        let rpc_status = RpcStatus {
+            code: Code::Unavailable as i32,
+            message: "upstream connect error".into(),
+            details: vec![prost_types::Any {
+                type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
+                value: Vec::new(),
+            }],
+        };
+        let status = Status::with_details(
+            Code::Unavailable,
+            "upstream connect error",
+            rpc_status.encode_to_vec().into(),
+        );
+        let client = ClientError::from_status("NodeGroupIncreaseSize", status);
+        let ClientError::Rpc { scale_up, .. } = &client else {
+            panic!("an Rpc error")
+        };
+        assert!(scale_up.is_none());
+        assert_eq!(client.category(), ErrorCategory::Unknown);
+    }
 }

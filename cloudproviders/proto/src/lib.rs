@@ -15,6 +15,8 @@
 //!   [`ErrorCategory`], and a logged fallback to plain externalgrpc when the extension is absent.
 //! * [`k8s_proto`]: Kubernetes protobuf bytes of `v1.Node` (externalgrpc's `nodeBytes`).
 //! * [`logging`]: the one logging setup every binary of the project uses (`--log-format`).
+//! * What every provider answers the same way: [`group_options`] (`NodeGroupGetOptions` from a
+//!   NodeGroup spec) and [`gpu`] (`GPULabel` and `GetAvailableGPUTypes` from the templates).
 //! * What every provider binary shares: [`cli`] (the `serve` flags, serving until Ctrl-C,
 //!   `print-nodegroups`), [`config_file`] (reading its YAML) and [`groups`] (node groups as last
 //!   read, looked up by id).
@@ -24,6 +26,8 @@ pub mod client;
 pub mod config_file;
 pub mod convert;
 pub mod error;
+pub mod gpu;
+pub mod group_options;
 pub mod groups;
 pub mod k8s_proto;
 pub use dra_logging as logging;

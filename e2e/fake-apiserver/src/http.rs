@@ -48,6 +48,8 @@ pub(crate) struct App {
     /// How long a read of a resourceVersion the store has not reached waits before the 504
     /// (upstream's watch cache: 3 s).
     pub too_large_wait: Duration,
+    /// Run kube-apiserver's `TaintNodesByCondition` admission on Node creates.
+    pub taint_new_nodes: bool,
 }
 
 /// The axum router serving everything.

@@ -40,6 +40,11 @@ struct Args {
     /// Log format: text or json (level: RUST_LOG, default info; every request at debug).
     #[arg(long, env = "DRA_FAKE_APISERVER_LOG_FORMAT", default_value = "text")]
     log_format: LogFormat,
+    /// Give every new Node `node.kubernetes.io/not-ready:NoSchedule`, as kube-apiserver's
+    /// TaintNodesByCondition admission does (something must then lift it once the node is
+    /// Ready, as KCM does: dra-fake-scheduler does).
+    #[arg(long, env = "DRA_FAKE_APISERVER_TAINT_NEW_NODES")]
+    taint_new_nodes: bool,
 }
 
 /// The `--initial-resource-version` value.
@@ -94,12 +99,14 @@ async fn main() -> anyhow::Result<()> {
         state_file,
         initial_resource_version: initial_rv,
         log_format,
+        taint_new_nodes,
     } = Args::parse();
     logging::init(log_format)?;
     let mut builder = FakeApiServer::builder()
         .bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
         .version(&kube_version)
-        .initial_resource_version(initial_resource_version(&initial_rv)?);
+        .initial_resource_version(initial_resource_version(&initial_rv)?)
+        .taint_new_nodes(taint_new_nodes);
     if let Some(path) = state_file {
         builder = builder.state_file(path);
     }

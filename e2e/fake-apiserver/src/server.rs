@@ -42,6 +42,7 @@ pub struct FakeApiServerBuilder {
     state_file: Option<PathBuf>,
     initial_resource_version: u64,
     too_large_wait: Duration,
+    taint_new_nodes: bool,
 }
 
 impl Default for FakeApiServerBuilder {
@@ -58,6 +59,7 @@ impl Default for FakeApiServerBuilder {
             state_file: None,
             initial_resource_version: 0,
             too_large_wait: DEFAULT_TOO_LARGE_WAIT,
+            taint_new_nodes: false,
         }
     }
 }
@@ -119,6 +121,16 @@ impl FakeApiServerBuilder {
     #[must_use]
     pub fn bind(mut self, addr: SocketAddr) -> Self {
         self.bind = addr;
+        self
+    }
+
+    /// Runs kube-apiserver's `TaintNodesByCondition` admission: every Node is created with
+    /// `node.kubernetes.io/not-ready:NoSchedule`, as on a real server (default off: then
+    /// something must lift it as KCM's node lifecycle controller does, which the scheduler
+    /// stand-in does in the local stack; tests without it would never see a usable node).
+    #[must_use]
+    pub fn taint_new_nodes(mut self, on: bool) -> Self {
+        self.taint_new_nodes = on;
         self
     }
 
@@ -212,6 +224,7 @@ impl FakeApiServerBuilder {
             addr,
             bookmark_interval: self.bookmark_interval,
             too_large_wait: self.too_large_wait,
+            taint_new_nodes: self.taint_new_nodes,
         });
         verbs::register_stored_crds(&app);
         let saver = self

@@ -256,12 +256,44 @@ fn qualified_kind(def: &ResourceDef) -> String {
     }
 }
 
+/// kube-apiserver's `TaintNodesByCondition` admission (on by default): every Node is
+/// created with `node.kubernetes.io/not-ready:NoSchedule`, which the node lifecycle
+/// controller lifts once the node is Ready (here the scheduler stand-in plays that part).
+/// Without it a client would see a freshly registered Node as schedulable at once, which
+/// no real cluster shows.
+fn taint_new_node_not_ready(node: &mut Value) {
+    const KEY: &str = "node.kubernetes.io/not-ready";
+    let Some(object) = node.as_object_mut() else {
+        return;
+    };
+    let spec = object
+        .entry("spec")
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    let taints = spec
+        .entry("taints")
+        .or_insert_with(|| serde_json::json!([]));
+    let Some(taints) = taints.as_array_mut() else {
+        return;
+    };
+    let present = taints.iter().any(|t| {
+        t.get("key").and_then(Value::as_str) == Some(KEY)
+            && t.get("effect").and_then(Value::as_str) == Some("NoSchedule")
+    });
+    if !present {
+        taints.push(serde_json::json!({"key": KEY, "effect": "NoSchedule"}));
+    }
+}
+
 /// The admission of one write: CRD rules, schema defaults/pruning/validation of custom
 /// resources, unknown fields reported per `fieldValidation`. Unknown fields the stored object
 /// already had are not the request's (built-in kinds are not pruned here).
 fn admission(
     view: &ResourceDef,
     validation: FieldValidation,
+    taint_new_nodes: bool,
     warnings: &mut Vec<String>,
 ) -> impl FnMut(&mut Value, Option<&Value>) -> Result<(), ApiError> {
     let schema = openapi::schema_of(view);
@@ -269,6 +301,9 @@ fn admission(
     move |candidate: &mut Value, old: Option<&Value>| {
         if view.group == "apiextensions.k8s.io" && view.kind == "CustomResourceDefinition" {
             crd::validate(candidate)?;
+        }
+        if taint_new_nodes && old.is_none() && view.group.is_empty() && view.kind == "Node" {
+            taint_new_node_not_ready(candidate);
         }
         let Some((schema, definitions)) = &schema else {
             return Ok(());
@@ -454,7 +489,7 @@ pub async fn serve_resource(
         }
         Verb::Create => {
             let validation = FieldValidation::from_params(params)?;
-            let mut admit = admission(view, validation, &mut warnings);
+            let mut admit = admission(view, validation, app.taint_new_nodes, &mut warnings);
             let input = convert::to_stored(conversion, decode(body)?);
             let object =
                 lock(&app.store).create_admitted(&stored, ns, input, dry_run, &mut admit)?;
@@ -465,7 +500,7 @@ pub async fn serve_resource(
         }
         Verb::Update => {
             let validation = FieldValidation::from_params(params)?;
-            let mut admit = admission(view, validation, &mut warnings);
+            let mut admit = admission(view, validation, app.taint_new_nodes, &mut warnings);
             let input = convert::to_stored(conversion, decode(body)?);
             let object = lock(&app.store)
                 .update_admitted(&stored, target, ns, name, input, dry_run, &mut admit)?;
@@ -490,7 +525,7 @@ pub async fn serve_resource(
                 });
             }
             let validation = FieldValidation::from_params(params)?;
-            let mut admit = admission(view, validation, &mut warnings);
+            let mut admit = admission(view, validation, app.taint_new_nodes, &mut warnings);
             let patch = patch_type.parse_body(body)?;
             let written = lock(&app.store).patch_admitted(
                 &stored,

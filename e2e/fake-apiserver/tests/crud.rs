@@ -607,3 +607,63 @@ async fn delete_collection_removes_selected_objects() {
         .collect();
     assert_eq!(left, ["c"]);
 }
+
+#[tokio::test]
+async fn with_taint_admission_a_new_node_is_created_not_ready_as_kube_apiserver_does() {
+    // kube-apiserver's TaintNodesByCondition admission: every Node create gets
+    // node.kubernetes.io/not-ready:NoSchedule; an update does not get it back.
+    let server = FakeApiServer::builder()
+        .taint_new_nodes(true)
+        .start()
+        .await
+        .expect("server starts");
+    let nodes: Api<Node> = Api::all(server.client());
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": "n1"},
+        "spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
+    }))
+    .expect("valid node");
+    let created = nodes
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("created");
+    let keys = |n: &Node| -> Vec<String> {
+        n.spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|t| format!("{}:{}", t.key, t.effect))
+            .collect()
+    };
+    assert_eq!(
+        keys(&created),
+        [
+            "nvidia.com/gpu:NoSchedule",
+            "node.kubernetes.io/not-ready:NoSchedule"
+        ]
+    );
+    let lifted = nodes
+        .patch(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}}),
+            ),
+        )
+        .await
+        .expect("patched");
+    assert_eq!(keys(&lifted), ["nvidia.com/gpu:NoSchedule"]);
+
+    // Without the option (the default), nodes are stored as sent.
+    let plain = server_without_admission().await;
+    let created = Api::<Node>::all(plain.client())
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("created");
+    assert_eq!(keys(&created), ["nvidia.com/gpu:NoSchedule"]);
+}
+
+async fn server_without_admission() -> FakeApiServer {
+    server().await
+}

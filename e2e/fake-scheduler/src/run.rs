@@ -210,7 +210,51 @@ async fn create_claims(client: &Client, objects: &ClusterObjects, summary: &mut 
     }
 }
 
-/// One cycle: read, create claims, decide, write.
+/// The node lifecycle controller's part (kube-controller-manager): lifts the
+/// `node.kubernetes.io/not-ready:NoSchedule` taint the API server gives every new Node once
+/// the node reports `Ready=True`. Returns whether any Node changed.
+async fn lift_not_ready_taints(
+    client: &Client,
+    objects: &ClusterObjects,
+    summary: &mut Summary,
+) -> bool {
+    const KEY: &str = "node.kubernetes.io/not-ready";
+    let mut changed = false;
+    for node in &objects.nodes {
+        let ready = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let taints = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        if !ready || !taints.iter().any(|t| t.key == KEY) {
+            continue;
+        }
+        let kept: Vec<_> = taints.into_iter().filter(|t| t.key != KEY).collect();
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"spec": {"taints": kept}});
+        match Api::<Node>::all(client.clone())
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                changed = true;
+                tracing::info!(node = %name, "node is Ready: not-ready taint lifted");
+            }
+            Err(err) => {
+                summary.failed_writes += 1;
+                tracing::warn!(%err, node = %name, "unable to lift the not-ready taint");
+            }
+        }
+    }
+    changed
+}
+
+/// One cycle: read, lift the not-ready taints of Ready nodes, create claims, decide, write.
 ///
 /// # Errors
 /// The cluster could not be read (nothing was written).
@@ -222,8 +266,9 @@ pub async fn cycle(
 ) -> Result<Summary, kube::Error> {
     let mut summary = Summary::default();
     let mut objects = read(client, gang_apis).await?;
+    let lifted = lift_not_ready_taints(client, &objects, &mut summary).await;
     create_claims(client, &objects, &mut summary).await;
-    if summary.claims_created > 0 {
+    if summary.claims_created > 0 || lifted {
         // The pods' claim statuses changed: decide on what the cluster holds now.
         objects = read(client, gang_apis).await?;
     }

@@ -48,80 +48,9 @@ pub struct WriteError {
     pub source: kube::Error,
 }
 
-/// A stable fake pod IP from the pod's uid (the stand-in has no network).
-fn pod_ip(uid: &str) -> String {
-    let hash = uid.bytes().fold(2_166_136_261_u32, |h, b| {
-        (h ^ u32::from(b)).wrapping_mul(16_777_619)
-    });
-    let [_, b, c, d] = hash.to_be_bytes();
-    format!("10.{}.{}.{}", b.max(1), c, d.max(2))
-}
-
-fn now() -> Time {
-    Time(Timestamp::now())
-}
-
-/// The status a kubelet reports for a pod whose containers all started.
-pub fn running_status(pod: &Pod, node: Option<&Node>) -> Value {
-    let now = now();
-    let host_ip = node
-        .and_then(|n| n.status.as_ref())
-        .and_then(|s| s.addresses.as_ref())
-        .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
-        .map(|a| a.address.clone())
-        .unwrap_or_default();
-    let ip = pod_ip(pod.metadata.uid.as_deref().unwrap_or_default());
-    let condition =
-        |type_: &str| json!({"type": type_, "status": "True", "lastTransitionTime": now});
-    let containers: Vec<Value> = pod
-        .spec
-        .as_ref()
-        .map(|s| s.containers.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|c| {
-            json!({
-                "name": c.name,
-                "image": c.image.clone().unwrap_or_default(),
-                "imageID": "",
-                "containerID": format!("fake://{}", c.name),
-                "ready": true,
-                "started": true,
-                "restartCount": 0,
-                "state": {"running": {"startedAt": now}},
-            })
-        })
-        .collect();
-    let scheduled = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| {
-            c.iter()
-                .find(|c| c.type_ == "PodScheduled" && c.status == "True")
-        })
-        .and_then(|c| serde_json::to_value(c).ok())
-        .unwrap_or_else(|| condition("PodScheduled"));
-    let mut status = json!({
-        "phase": "Running",
-        "conditions": [
-            condition("PodReadyToStartContainers"),
-            condition("Initialized"),
-            condition("Ready"),
-            condition("ContainersReady"),
-            scheduled,
-        ],
-        "containerStatuses": containers,
-        "podIP": ip,
-        "podIPs": [{"ip": ip}],
-        "startTime": now,
-    });
-    if !host_ip.is_empty() {
-        status["hostIP"] = json!(host_ip);
-        status["hostIPs"] = json!([{"ip": host_ip}]);
-    }
-    json!({"status": status})
-}
+/// What a kubelet reports for a pod whose containers all started: the fake provider's
+/// kubelet writes the same, so both backends of the local stack agree.
+pub use dra_provider_fake::kubelet::running_status;
 
 /// The pod's conditions with `PodScheduled` set to False for `refusal` (other conditions
 /// kept), or `None` when it already says exactly that.
@@ -147,7 +76,7 @@ pub fn unschedulable_conditions(pod: &Pod, refusal: &Refusal) -> Option<Value> {
     let since = current
         .filter(|c| c.status == "False")
         .and_then(|c| c.last_transition_time.clone())
-        .unwrap_or_else(now);
+        .unwrap_or_else(|| Time(Timestamp::now()));
     list.push(json!({
         "type": "PodScheduled",
         "status": "False",
@@ -358,7 +287,10 @@ mod tests {
             .iter()
             .any(|c| c["type"] == "Ready" && c["status"] == "True");
         assert!(ready);
-        assert_eq!(s["podIP"], pod_ip("u-1"));
+        // A stable address in 10.0.0.0/8, the same for the same pod.
+        let ip = s["podIP"].as_str().expect("podIP");
+        assert!(ip.starts_with("10."), "{ip}");
+        assert_eq!(running_status(&pod(json!([])), None)["status"]["podIP"], ip);
         let typed: Pod = serde_json::from_value(json!({"metadata": {}, "status": s}))
             .expect("a valid PodStatus");
         assert_eq!(

@@ -11,6 +11,8 @@
 
 pub mod apply;
 pub mod processes;
+pub mod real;
 pub mod stack;
 
-pub use stack::{Stack, StackOptions, manifests, node_group_examples};
+pub use real::RealCluster;
+pub use stack::{Backend, Stack, StackOptions, manifests, node_group_examples};

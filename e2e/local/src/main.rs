@@ -45,6 +45,11 @@ enum Command {
         /// Log format of every process: text or json.
         #[arg(long, default_value = "text")]
         log_format: LogFormat,
+        /// Run on the real control plane (kube-apiserver, kube-scheduler and
+        /// kube-controller-manager v1.37.2 built from Go modules by e2e/cluster/build.sh)
+        /// instead of the API and scheduler stand-ins.
+        #[arg(long)]
+        real: bool,
     },
 }
 
@@ -60,6 +65,7 @@ async fn main() -> anyhow::Result<()> {
             autoscaler_health,
             scan_interval,
             log_format,
+            real,
         } => {
             logging::init(log_format)?;
             let bin = match bin {
@@ -77,6 +83,7 @@ async fn main() -> anyhow::Result<()> {
                 autoscaler_health,
                 scan_interval,
                 log_format: log_format.to_string(),
+                real,
             };
             processes::up(&layout).await
         }

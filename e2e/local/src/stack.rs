@@ -1,7 +1,14 @@
-//! The local stack in one process, for end-to-end tests: the API stand-in, the scheduler
-//! stand-in, the fake provider serving the cluster's NodeGroups over gRPC, and the controller
-//! (`dra-autoscaler run`'s loop), each started and stopped on its own so a test can restart
-//! one of them or break the provider.
+//! The local stack in one process, for end-to-end tests: a cluster, the fake provider serving
+//! the cluster's NodeGroups over gRPC (and playing the kubelet and DRA driver of its nodes),
+//! and the controller (`dra-autoscaler run`'s loop), each started and stopped on its own so a
+//! test can restart one of them or break the provider.
+//!
+//! The cluster is one of two [`Backend`]s with one interface:
+//! - [`Backend::StandIn`]: the API stand-in and the scheduler stand-in, in-process — fast, and
+//!   able to inject faults ([`Stack::api`]);
+//! - [`Backend::Real`]: kube-apiserver, kube-scheduler and kube-controller-manager v1.37.2 as
+//!   local processes ([`crate::real`]). The provider and the controller then act as the
+//!   chart's ServiceAccounts, so the API server enforces the chart's RBAC on every write.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -33,6 +40,21 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::apply;
+use crate::real::{self, RealCluster};
+
+/// The chart's ServiceAccount of the controller (release `dra-autoscaler`).
+pub const CONTROLLER_ACCOUNT: &str = "dra-autoscaler";
+/// The chart's ServiceAccount of the fake provider.
+pub const FAKE_PROVIDER_ACCOUNT: &str = "dra-autoscaler-fake-provider";
+
+/// A fresh directory for one real cluster: under `$DRA_E2E_DIR` or the system's temp dir,
+/// unique per process and stack.
+fn real_cluster_dir() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let root = std::env::var_os("DRA_E2E_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    root.join(format!("dra-e2e-{}-{n}", std::process::id()))
+}
 
 /// The repository's example NodeGroups (`testdata/nodegroups/`).
 #[must_use]
@@ -46,9 +68,35 @@ pub fn manifests() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests")
 }
 
+/// Which cluster the stack runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The in-process API and scheduler stand-ins.
+    #[default]
+    StandIn,
+    /// The real control plane built from Kubernetes v1.37.2 (`e2e/cluster`).
+    Real,
+}
+
+impl Backend {
+    /// `Real` when `DRA_E2E_BACKEND=real`, else `StandIn`: lets one test run on either.
+    #[must_use]
+    pub fn from_env() -> Self {
+        match std::env::var("DRA_E2E_BACKEND").as_deref() {
+            Ok("real") => Self::Real,
+            _ => Self::StandIn,
+        }
+    }
+}
+
 /// How the stack is started.
 #[derive(Debug, Clone)]
 pub struct StackOptions {
+    /// The cluster to run against.
+    pub backend: Backend,
+    /// Feature gates added to every real component (e.g.
+    /// `TopologyAwareWorkloadScheduling=true`); the stand-ins ignore it.
+    pub feature_gates: String,
     /// The fake provider's YAML (faults, timings, groups given in full); `{}` serves the
     /// cluster's NodeGroups with no faults.
     pub provider_config: String,
@@ -64,6 +112,8 @@ pub struct StackOptions {
 impl Default for StackOptions {
     fn default() -> Self {
         Self {
+            backend: Backend::default(),
+            feature_gates: String::new(),
             provider_config: "{}".into(),
             scheduler_interval: Duration::from_millis(200),
             namespaces: ["default", "kube-system", "kube-public", "kube-node-lease"]
@@ -98,9 +148,21 @@ struct Controller {
     task: JoinHandle<anyhow::Result<()>>,
 }
 
+/// The cluster under the stack.
+enum Cluster {
+    StandIn(FakeApiServer),
+    Real(RealCluster),
+}
+
 /// A running local stack.
 pub struct Stack {
-    api: FakeApiServer,
+    cluster: Cluster,
+    /// cluster-admin: the test's own reads and writes.
+    admin: Client,
+    /// What the fake provider acts as (the chart's ServiceAccount on a real cluster).
+    provider_client: Client,
+    /// What the controller acts as (the chart's ServiceAccount on a real cluster).
+    controller_client: Client,
     options: StackOptions,
     provider_addr: SocketAddr,
     provider: Option<Running>,
@@ -110,8 +172,12 @@ pub struct Stack {
 
 impl std::fmt::Debug for Stack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cluster = match &self.cluster {
+            Cluster::StandIn(api) => api.url().to_owned(),
+            Cluster::Real(real) => real.kubeconfig().display().to_string(),
+        };
         f.debug_struct("Stack")
-            .field("api", &self.api.url())
+            .field("cluster", &cluster)
             .field("provider", &self.provider_addr)
             .field("controller", &self.controller.is_some())
             .finish_non_exhaustive()
@@ -125,23 +191,66 @@ struct RunCommand {
 }
 
 impl Stack {
-    /// Starts the API stand-in (with the NodeGroup CRD applied), the fake provider and the
-    /// scheduler stand-in. The controller starts with [`Stack::start_controller`].
+    /// Starts the cluster (with the NodeGroup CRD applied), the fake provider and, on the
+    /// stand-in backend, the scheduler stand-in. The controller starts with
+    /// [`Stack::start_controller`].
     ///
     /// # Errors
     /// A component that cannot start.
     pub async fn start(options: StackOptions) -> anyhow::Result<Self> {
-        let namespaces: Vec<&str> = options.namespaces.iter().map(String::as_str).collect();
-        let api = FakeApiServer::builder()
-            .namespaces(&namespaces)
-            .start()
-            .await
-            .context("starting the API stand-in")?;
-        apply::apply_crd(&api.client()).await?;
+        let (cluster, admin, provider_client, controller_client) = match options.backend {
+            Backend::StandIn => {
+                let namespaces: Vec<&str> = options.namespaces.iter().map(String::as_str).collect();
+                // As kube-apiserver: new Nodes are tainted not-ready until the scheduler
+                // stand-in (playing KCM's node lifecycle controller) sees them Ready.
+                let api = FakeApiServer::builder()
+                    .namespaces(&namespaces)
+                    .taint_new_nodes(true)
+                    .start()
+                    .await
+                    .context("starting the API stand-in")?;
+                let client = api.client();
+                apply::apply_crd(&client).await?;
+                (
+                    Cluster::StandIn(api),
+                    client.clone(),
+                    client.clone(),
+                    client,
+                )
+            }
+            Backend::Real => {
+                let dir = real_cluster_dir();
+                let real = RealCluster::start(&dir, &options.feature_gates)
+                    .await
+                    .context("starting the real control plane")?;
+                let admin = real.admin_client().await?;
+                real.register_control_plane_node().await?;
+                apply::apply_crd(&admin).await?;
+                real.install_chart_rbac(&["fakeProvider.enabled=true"])
+                    .await
+                    .context("installing the chart's RBAC")?;
+                let provider_client = real
+                    .service_account_client(real::RELEASE_NAMESPACE, FAKE_PROVIDER_ACCOUNT)
+                    .await?;
+                let controller_client = real
+                    .service_account_client(real::RELEASE_NAMESPACE, CONTROLLER_ACCOUNT)
+                    .await?;
+                (
+                    Cluster::Real(real),
+                    admin,
+                    provider_client,
+                    controller_client,
+                )
+            }
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let provider_addr = listener.local_addr()?;
+        let backend = options.backend;
         let mut stack = Self {
-            api,
+            cluster,
+            admin,
+            provider_client,
+            controller_client,
             options,
             provider_addr,
             provider: None,
@@ -149,20 +258,41 @@ impl Stack {
             controller: None,
         };
         stack.start_provider_on(listener).await?;
-        stack.start_scheduler();
+        if backend == Backend::StandIn {
+            stack.start_scheduler();
+        }
         Ok(stack)
     }
 
-    /// A client of the API stand-in.
+    /// The backend the stack runs on.
     #[must_use]
-    pub fn client(&self) -> Client {
-        self.api.client()
+    pub fn backend(&self) -> Backend {
+        self.options.backend
     }
 
-    /// The API stand-in (request log, fault injection, watch hooks).
+    /// A cluster-admin client.
     #[must_use]
-    pub fn api(&self) -> &FakeApiServer {
-        &self.api
+    pub fn client(&self) -> Client {
+        self.admin.clone()
+    }
+
+    /// The API stand-in (request log, fault injection, watch hooks); `None` on the real
+    /// control plane.
+    #[must_use]
+    pub fn api(&self) -> Option<&FakeApiServer> {
+        match &self.cluster {
+            Cluster::StandIn(api) => Some(api),
+            Cluster::Real(_) => None,
+        }
+    }
+
+    /// The real control plane (kubectl, logs); `None` on the stand-ins.
+    #[must_use]
+    pub fn real(&self) -> Option<&RealCluster> {
+        match &self.cluster {
+            Cluster::StandIn(_) => None,
+            Cluster::Real(real) => Some(real),
+        }
     }
 
     /// The fake provider's gRPC URL (`--provider fake=<this>`).
@@ -173,11 +303,16 @@ impl Stack {
 
     async fn start_provider_on(&mut self, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
         let config = Config::parse(&self.options.provider_config, "the stack's provider config")?;
-        let provider =
-            FakeProvider::new(config, self.client(), self.options.provider_state.clone())
-                .await
-                .context("starting the fake provider")?;
+        let kubelet_period = Duration::from_millis(config.kubelet_sync_ms.max(50));
+        let provider = FakeProvider::new(
+            config,
+            self.provider_client.clone(),
+            self.options.provider_state.clone(),
+        )
+        .await
+        .context("starting the fake provider")?;
         let renewal = provider.spawn_lease_renewal();
+        let kubelet = provider.spawn_kubelet(self.provider_client.clone(), kubelet_period);
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = dra_provider::serve(provider, listener, ServeOptions::default(), async {
@@ -185,6 +320,7 @@ impl Stack {
             })
             .await;
             renewal.abort();
+            kubelet.abort();
             if let Err(err) = served {
                 tracing::warn!(%err, "fake provider stopped with an error");
             }
@@ -257,13 +393,17 @@ impl Stack {
             "--listen-address",
             "127.0.0.1:0",
         ];
+        if self.options.backend == Backend::Real {
+            // Where the chart's Role lets the controller hold its Lease.
+            argv.extend(["--lease-namespace", real::RELEASE_NAMESPACE]);
+        }
         argv.extend_from_slice(extra);
         let args = RunCommand::try_parse_from(argv)
             .context("dra-autoscaler run flags")?
             .run;
         let executor = Arc::new(dra_controller::run::connect_providers(&args).await?);
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let client = self.client();
+        let client = self.controller_client.clone();
         let task = tokio::spawn(dra_controller::run_until(
             client,
             args,
@@ -365,7 +505,7 @@ impl Stack {
         }
     }
 
-    /// Stops everything: controller, scheduler, provider, API stand-in.
+    /// Stops everything: controller, scheduler, provider, cluster.
     pub async fn shutdown(mut self) {
         if let Err(err) = self.stop_controller().await {
             tracing::warn!(%err, "controller ended with an error");
@@ -374,6 +514,9 @@ impl Stack {
             scheduler.stop().await;
         }
         self.stop_provider().await;
-        self.api.shutdown().await;
+        match self.cluster {
+            Cluster::StandIn(api) => api.shutdown().await,
+            Cluster::Real(real) => real.stop(),
+        }
     }
 }

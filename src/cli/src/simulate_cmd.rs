@@ -163,6 +163,12 @@ impl SimulateArgs {
         let mut notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
             .into_iter()
             .flatten()
+            .chain(
+                self.plan
+                    .dropped_gates(self.version())
+                    .iter()
+                    .map(ToString::to_string),
+            )
             .collect();
         // ProvisioningRequests and CapacityBuffers are planned too, on
         // existing capacity when there is no NodeGroup.

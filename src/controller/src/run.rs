@@ -163,6 +163,9 @@ async fn resolve_gates(
             .iter()
             .map(|ar| (ar.api_version.as_str(), ar.kind.as_str())),
     );
+    for dropped in args.plan.dropped_gates(version) {
+        tracing::warn!(gate = %dropped.gate, "{dropped}");
+    }
     let resolved = args
         .plan
         .planning_gates(version, &found)

@@ -142,13 +142,52 @@ where
     })
 }
 
-/// Whether the node's `Ready` condition is `True`.
+/// Taints that say a node cannot run pods yet, whatever its conditions say: the ones the
+/// API server and the node lifecycle controller put on a node that is not ready (a new Node
+/// carries `not-ready` from its creation until KCM sees `Ready=True`), as
+/// cluster-autoscaler's `GetNodeReadiness` lists them.
+const NOT_READY_TAINTS: [&str; 3] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/network-unavailable",
+];
+
+/// Taint key prefixes of startup taints: a node that still has one is starting up
+/// (cluster-autoscaler's `startup-taint.` and deprecated `ignore-taint.` prefixes).
+const STARTUP_TAINT_PREFIXES: [&str; 2] = [
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+    "ignore-taint.cluster-autoscaler.kubernetes.io/",
+];
+
+/// Whether the node can take pods now, as cluster-autoscaler judges it: `Ready=True`, no
+/// `DiskPressure` or `NetworkUnavailable`, and none of the not-ready or startup taints. A
+/// node that is Ready but still carries the `not-ready` taint the API server adds at
+/// creation is not: the scheduler refuses it until the node lifecycle controller lifts the
+/// taint, so counting it as it is would make its pods look unplaceable and buy again.
 #[must_use]
 pub fn is_ready(node: &Node) -> bool {
-    node.status
+    let conditions = node
+        .status
         .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let ready = conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    let pressure = conditions.iter().any(|c| {
+        matches!(c.type_.as_str(), "DiskPressure" | "NetworkUnavailable") && c.status == "True"
+    });
+    let tainted = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .any(|t| {
+            NOT_READY_TAINTS.contains(&t.key.as_str())
+                || STARTUP_TAINT_PREFIXES.iter().any(|p| t.key.starts_with(p))
+        });
+    ready && !pressure && !tainted
 }
 
 /// The group a node belongs to, from its label.

@@ -3,7 +3,7 @@
 //! simulate-only build (`--no-default-features`) has them too.
 
 use clap::Args;
-use dra_sim::gates::GateError;
+use dra_sim::gates::{DroppedGate, GateError};
 use dra_sim::{FeatureGates, KubeVersion};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -154,10 +154,19 @@ impl PlanArgs {
     /// # Errors
     /// A flag value clap did not check (set by hand) that does not apply.
     pub fn gates(&self, version: KubeVersion) -> Result<FeatureGates, GateError> {
+        let flag = FeatureGates::flag_for(version, &self.feature_gates);
         let mut gates = FeatureGates::for_version(version);
-        gates.apply_flag(&self.feature_gates)?;
+        gates.apply_flag(&flag.flag)?;
         gates.set_dra_filter_timeout(self.dra_filter_timeout)?;
         Ok(gates)
+    }
+
+    /// The gates of `--feature-gates` that `version`'s scheduler does not have,
+    /// which [`PlanArgs::gates`] and [`PlanArgs::planning_gates`] leave out: a
+    /// shell says so (see [`dra_sim::gates::DroppedGate`]).
+    #[must_use]
+    pub fn dropped_gates(&self, version: KubeVersion) -> Vec<DroppedGate> {
+        FeatureGates::flag_for(version, &self.feature_gates).dropped
     }
 
     /// The gates to plan with: `version`'s defaults, the gang gates `found`
@@ -173,8 +182,8 @@ impl PlanArgs {
         version: KubeVersion,
         found: &GangApisFound,
     ) -> Result<ResolvedGates, GateError> {
-        let mut resolved =
-            found.resolve_gates(FeatureGates::for_version(version), &self.feature_gates)?;
+        let flag = FeatureGates::flag_for(version, &self.feature_gates);
+        let mut resolved = found.resolve_gates(FeatureGates::for_version(version), &flag.flag)?;
         resolved
             .gates
             .set_dra_filter_timeout(self.dra_filter_timeout)?;

@@ -55,6 +55,39 @@ pub enum GateError {
     NegativeTimeout(String),
 }
 
+/// A `--feature-gates` list as one release's scheduler reads it: see
+/// [`FeatureGates::flag_for`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlagForVersion {
+    /// The entries that release has, comma-separated.
+    pub flag: String,
+    /// The gates it does not have, left out.
+    pub dropped: Vec<DroppedGate>,
+}
+
+/// A gate of `--feature-gates` left out because the modelled release does not
+/// have it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedGate {
+    /// The gate (`GangScheduling`).
+    pub gate: String,
+    /// The release modelled.
+    pub version: KubeVersion,
+}
+
+impl fmt::Display for DroppedGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "--feature-gates: {gate} does not exist in Kubernetes {version} and is ignored \
+             (merged into GenericWorkload, which alone turns gang scheduling on); \
+             kube-scheduler {version} would refuse to start with it",
+            gate = self.gate,
+            version = self.version
+        )
+    }
+}
+
 impl FromStr for KubeVersion {
     type Err = GateError;
 
@@ -182,8 +215,10 @@ impl FeatureGates {
             device_binding_conditions: m >= 36,
             resource_claim_device_status: true,
             consumable_capacity: m >= 36,
-            // Beta and on in 1.37.
-            fractional_capacity_range: m >= 37,
+            // Beta in 1.37, but on only with --min-compatibility-version 1.37: a 1.37
+            // scheduler's default compatibility version is 1.36, so it is off (its
+            // `--help`: "default=false, or default=true if --min-compatibility-version>=1.37").
+            fractional_capacity_range: false,
             list_type_attributes: false,
             extended_resource: m >= 36,
             device_compatibility_groups: false,
@@ -231,6 +266,43 @@ impl FeatureGates {
     #[must_use]
     pub fn binding_and_status(&self) -> bool {
         self.device_binding_conditions && self.resource_claim_device_status
+    }
+
+    /// Whether kube-scheduler of `version` has gate `name`: every name of
+    /// [`FeatureGates::NAMES`] except `GangScheduling` from 1.37, where it was merged
+    /// into `GenericWorkload` and the scheduler refuses it as unrecognized.
+    #[must_use]
+    pub fn exists_in(name: &str, version: KubeVersion) -> bool {
+        Self::NAMES.contains(&name) && !(name == "GangScheduling" && version.minor >= 37)
+    }
+
+    /// The entries of a `--feature-gates` list that `version`'s scheduler has,
+    /// and the names of those it does not (`GangScheduling` from 1.37).
+    ///
+    /// That scheduler refuses to start with such a gate ("unrecognized feature
+    /// gate"), but the same flags are commonly kept across upgrades and the gate's
+    /// meaning lives on in `GenericWorkload`, so we plan on without it and say so
+    /// rather than refuse to plan. Malformed and unknown entries are kept, for
+    /// [`FeatureGates::apply_flag`] to reject.
+    #[must_use]
+    pub fn flag_for(version: KubeVersion, flag: &str) -> FlagForVersion {
+        let mut kept = Vec::new();
+        let mut dropped = Vec::new();
+        for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let name = entry.split_once('=').map_or(entry, |(name, _)| name).trim();
+            if Self::NAMES.contains(&name) && !Self::exists_in(name, version) {
+                dropped.push(name.to_owned());
+            } else {
+                kept.push(entry);
+            }
+        }
+        FlagForVersion {
+            flag: kept.join(","),
+            dropped: dropped
+                .into_iter()
+                .map(|gate| DroppedGate { gate, version })
+                .collect(),
+        }
     }
 
     /// Reads one gate by its upstream name.
@@ -299,6 +371,40 @@ impl FeatureGates {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gang_scheduling_is_left_out_from_1_37_where_the_scheduler_no_longer_knows_it() {
+        // kube-scheduler 1.37.2: "unrecognized feature gate: GangScheduling".
+        let v37 = KubeVersion { minor: 37 };
+        assert!(!FeatureGates::exists_in("GangScheduling", v37));
+        let read = FeatureGates::flag_for(v37, "GenericWorkload=true, GangScheduling=false");
+        assert_eq!(read.flag, "GenericWorkload=true");
+        assert_eq!(read.dropped.len(), 1);
+        assert_eq!(read.dropped[0].gate, "GangScheduling");
+        let said = read.dropped[0].to_string();
+        assert!(
+            said.contains("GangScheduling") && said.contains("1.37"),
+            "{said}"
+        );
+        // Left out, so `GangScheduling=false` cannot turn off what 1.37 cannot.
+        let mut gates = FeatureGates::for_version(v37);
+        gates.apply_flag(&read.flag).unwrap();
+        assert!(gates.generic_workload && gates.gang_scheduling);
+        let v36 = KubeVersion { minor: 36 };
+        assert!(FeatureGates::exists_in("GangScheduling", v36));
+        let read = FeatureGates::flag_for(v36, "GenericWorkload=true,GangScheduling=true");
+        assert_eq!(read.flag, "GenericWorkload=true,GangScheduling=true");
+        assert!(read.dropped.is_empty());
+        // Malformed entries stay for apply_flag to reject.
+        assert_eq!(FeatureGates::flag_for(v37, "Bogus").flag, "Bogus");
+    }
+
+    #[test]
+    fn fractional_capacity_ranges_are_off_in_1_37_at_its_default_compatibility_version() {
+        // kube-scheduler 1.37.2 --help: "DRAFractionalCapacityRange=true|false (BETA -
+        // default=false), or ... (BETA - default=true) if --min-compatibility-version>=1.37".
+        assert!(!FeatureGates::for_version(KubeVersion { minor: 37 }).fractional_capacity_range);
+    }
 
     #[test]
     fn version_parsing_accepts_common_forms() {

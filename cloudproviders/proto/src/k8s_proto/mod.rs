@@ -1,16 +1,22 @@
-//! Kubernetes protobuf bytes for `v1.Node`, as externalgrpc carries them.
+//! Kubernetes protobuf bytes for `v1.Node` and `resource.k8s.io/v1` `ResourceSlice`, as
+//! externalgrpc carries them (`nodeBytes`, `resourceSliceBytes`).
 //!
 //! k8s-openapi has no protobuf support, so this is a small hand-written codec for the Node fields
-//! a template node uses (see [`node`] for the list). Encoding follows Go's `Node.Marshal()`: the
+//! a template node uses (see [`node`] for the list) and an encoder for whole ResourceSlices
+//! (`resource_slice`). The `k8s-pb` crate was considered and not taken: its 0.9 types predate
+//! the 1.37 ResourceSlice fields and it would still need a field-by-field copy from
+//! k8s-openapi's types. Encoding follows Go's `Node.Marshal()`: the
 //! bare message, **without** the `k8s\0` magic and `runtime.Unknown` envelope that the API
 //! server puts around stored objects (externalgrpc-protocol.md: "no runtime.Unknown envelope").
 //! Decoding also accepts an enveloped object, because a provider that copied bytes from etcd or
 //! from an API server response would send one; the envelope is unwrapped and its kind checked.
 
 mod node;
+mod resource_slice;
 mod wire;
 
 pub use node::{decode_node, encode_node};
+pub use resource_slice::encode_resource_slice;
 
 /// Magic prefix of the API server's protobuf serialization (`k8s` followed by a zero byte).
 pub const K8S_PROTOBUF_MAGIC: &[u8; 4] = b"k8s\x00";

@@ -38,11 +38,11 @@ pub fn encode_node(node: &Node) -> Vec<u8> {
     buf
 }
 
-fn opt(value: Option<&String>) -> &str {
+pub(super) fn opt(value: Option<&String>) -> &str {
     value.map_or("", String::as_str)
 }
 
-fn encode_time(buf: &mut Vec<u8>, field: u32, time: Option<&Time>) {
+pub(super) fn encode_time(buf: &mut Vec<u8>, field: u32, time: Option<&Time>) {
     // Go writes a non-pointer Time always, and a zero Time as an empty message.
     put_message(buf, field, |b| {
         if let Some(Time(ts)) = time {
@@ -52,7 +52,11 @@ fn encode_time(buf: &mut Vec<u8>, field: u32, time: Option<&Time>) {
     });
 }
 
-fn encode_string_map(buf: &mut Vec<u8>, field: u32, map: Option<&BTreeMap<String, String>>) {
+pub(super) fn encode_string_map(
+    buf: &mut Vec<u8>,
+    field: u32,
+    map: Option<&BTreeMap<String, String>>,
+) {
     for (key, value) in map.into_iter().flatten() {
         put_message(buf, field, |b| {
             put_str(b, 1, key);
@@ -70,7 +74,7 @@ fn encode_quantity_map(buf: &mut Vec<u8>, field: u32, map: Option<&BTreeMap<Stri
     }
 }
 
-fn encode_meta(buf: &mut Vec<u8>, meta: &ObjectMeta) {
+pub(super) fn encode_meta(buf: &mut Vec<u8>, meta: &ObjectMeta) {
     put_str(buf, 1, opt(meta.name.as_ref()));
     put_str(buf, 2, opt(meta.generate_name.as_ref()));
     put_str(buf, 3, opt(meta.namespace.as_ref()));

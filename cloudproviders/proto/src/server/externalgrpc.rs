@@ -7,7 +7,7 @@ use tonic::{Request, Response, Status};
 
 use crate::convert::{either_time, options_from_pb, options_to_pb};
 use crate::error::ProviderError;
-use crate::k8s_proto::encode_node;
+use crate::k8s_proto::{encode_node, encode_resource_slice};
 use crate::model::NodeRef;
 use crate::pb::externalgrpc as ca;
 use crate::pb::externalgrpc::cloud_provider_server::CloudProvider as Service;
@@ -238,8 +238,14 @@ impl<P: CloudProvider> Service for ExternalGrpcService<P> {
             .template_node(&request.into_inner().id)
             .await?;
         let node_bytes = encode_node(&template.node);
-        // ResourceSlices are not encoded here (no protobuf codec for resource.k8s.io/v1); DRA
-        // templates travel over NodeGroupExtensions instead.
+        // One Go-Marshal()ed ResourceSlice per entry (kubernetes/autoscaler#10303): what lets
+        // cluster-autoscaler scale a group from zero for pods with ResourceClaims. Peers
+        // without that field skip it.
+        let resource_slice_bytes = template
+            .resource_slices
+            .iter()
+            .map(encode_resource_slice)
+            .collect();
         ok(ca::NodeGroupTemplateNodeInfoResponse {
             legacy_node_info: if self.legacy_fields {
                 node_bytes.clone()
@@ -247,7 +253,7 @@ impl<P: CloudProvider> Service for ExternalGrpcService<P> {
                 Vec::new()
             },
             node_bytes,
-            resource_slice_bytes: Vec::new(),
+            resource_slice_bytes,
         })
     }
 

@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+pub mod cluster;
+pub mod predict;
+
 use dra_local_stack::Stack;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, ListParams};

@@ -53,6 +53,43 @@ fn booting_node_of_a_group_stands_in_as_its_template() {
 }
 
 #[test]
+fn a_ready_node_still_tainted_not_ready_is_booting_as_cluster_autoscaler_judges_it() {
+    // What the API server's TaintNodesByCondition admission gives every new Node: Ready=True
+    // from the kubelet, and `not-ready:NoSchedule` until KCM's node lifecycle controller
+    // lifts it. The real kube-scheduler refuses the node meanwhile.
+    let taint = |key: &str| k8s_openapi::api::core::v1::Taint {
+        key: key.into(),
+        effect: "NoSchedule".into(),
+        ..Default::default()
+    };
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/network-unavailable",
+        "startup-taint.cluster-autoscaler.kubernetes.io/gpu-driver",
+    ] {
+        let mut fresh = node("cpu-1", Some("cpu"), true, 2);
+        fresh.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
+            taints: Some(vec![taint(key)]),
+            ..Default::default()
+        });
+        assert!(!is_ready(&fresh), "{key}");
+        let inputs = Inputs {
+            nodes: vec![Arc::new(fresh)],
+            ..Default::default()
+        };
+        let built = build(&inputs, &[node_group("cpu", 5)], &options());
+        assert_eq!(built.booting_nodes, vec!["cpu-1".to_string()], "{key}");
+    }
+    // A taint of the workload's own (a GPU taint the pods tolerate) is not a readiness one.
+    let mut gpu = node("cpu-1", Some("cpu"), true, 2);
+    gpu.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
+        taints: Some(vec![taint("nvidia.com/gpu")]),
+        ..Default::default()
+    });
+    assert!(is_ready(&gpu));
+}
+
+#[test]
 fn node_that_never_became_ready_stops_counting_after_max_provision_time() {
     let inputs = Inputs {
         nodes: vec![Arc::new(node("cpu-1", Some("cpu"), false, 16 * 60))],

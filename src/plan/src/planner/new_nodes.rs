@@ -29,7 +29,21 @@ impl Planner<'_> {
         }
         let mut rejected: BTreeMap<usize, String> = BTreeMap::new();
         let mut excluded: BTreeSet<usize> = BTreeSet::new();
+        // The nodes this call opened, with their group: a member one of them turned away
+        // (a spread's skew, an affinity) may fit there once others are placed elsewhere,
+        // and the scheduler would put it there rather than on a node nobody bought yet.
+        let mut opened: Vec<(usize, usize)> = Vec::new();
         'rank: while !unplaced.is_empty() {
+            for &(node_index, group) in &opened {
+                if unplaced.is_empty() {
+                    break 'rank;
+                }
+                unplaced = self.fill_node(node_index, group, unplaced, claims, attempt);
+            }
+            unplaced.retain(|p| !attempt.errors.contains_key(p));
+            if unplaced.is_empty() {
+                break;
+            }
             let choice =
                 self.best_group(&unplaced, claims, domain, attempt, &mut rejected, &excluded);
             // A member the scheduler would fail with an error waits no more.
@@ -65,6 +79,7 @@ impl Planner<'_> {
                     break;
                 }
                 first = false;
+                opened.push((node_index, group));
                 if domain.one_new_node() {
                     break 'rank;
                 }

@@ -1,0 +1,12 @@
+//go:build tools
+
+// Package tools pins the Kubernetes control-plane commands this module builds
+// (see ../build.sh); nothing here is compiled into a program of ours.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
