@@ -295,6 +295,10 @@ pub mod scaledown;
 
 pub mod karpenter;
 
+/// The Internet-scale workload of issue #28 (100,000 full nodes, 50,000 pending pods, 18
+/// node groups over 6 zones), written as `kubectl get -A -o json` prints a snapshot.
+pub mod internet;
+
 pub mod colocated;
 
 /// The GPU-gang planning workload of the planner benchmark (b): pending

@@ -97,7 +97,7 @@ fn gpu_gangs_scaling(bencher: divan::Bencher, which: &str) {
     bench_plan(bencher, which, &objects, gangs_n * 8);
 }
 
-#[divan::bench(sample_count = 3, args = [1, 50, 100, 500, 1_000, 2_000, 5_000, 10_000, 20_000])]
+#[divan::bench(sample_count = 3, args = [1, 50, 100, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000])]
 fn karpenter(bencher: divan::Bencher, pods: usize) {
     let objects = karpenter::workload(pods);
     let (model_nodes, model_price) = karpenter::karpenter_model(&objects.pods);

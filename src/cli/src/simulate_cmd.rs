@@ -7,10 +7,10 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use dra_plan::args::PlanArgs;
 use dra_plan::gang_apis::GangApisFound;
-use dra_plan::scaledown::{ScaleDownOptions, ScaleDownReport};
+use dra_plan::scaledown::ScaleDownReport;
 use dra_plan::{PlanOptions, PlanReport};
 use dra_sim::report::Report;
-use dra_sim::{ClusterObjects, FeatureGates, KubeVersion, Loader};
+use dra_sim::{ClusterObjects, FeatureGates, KubeVersion};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::input;
@@ -158,17 +158,7 @@ impl SimulateArgs {
     pub fn simulate(&self) -> anyhow::Result<(SimulateOutput, Vec<String>)> {
         // The CLI reads the clock; the planner only ever gets a time.
         let options = self.plan_options(Timestamp::now())?;
-        let mut loader = Loader::new();
-        loader.keep_kind("dra-autoscaler.io", "NodeGroup");
-        loader.keep_kind("apps", "DaemonSet");
-        let (pdb_group, pdb_kind) = dra_plan::scaledown::pdb::PDB_KIND;
-        loader.keep_kind(pdb_group, pdb_kind);
-        for (group, kind) in dra_plan::gang::GANG_KINDS
-            .iter()
-            .chain(dra_plan::templates::STAND_IN_KINDS)
-        {
-            loader.keep_kind(group, kind);
-        }
+        let loader = dra_plan::simulate::loader();
         let loaded = input::load(&self.paths, loader)?;
         let mut notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
             .into_iter()
@@ -190,17 +180,8 @@ impl SimulateArgs {
         let output = if has_groups {
             let (gates, gang_apis) = self.planning_gates(&loaded.objects)?;
             notes.extend(gang_apis);
-            let plan = dra_plan::plan(loaded.objects.clone(), gates, &options);
-            // No history offline: every underused node counts as unneeded for long enough.
-            let scale_down = dra_plan::scaledown::analyse(
-                loaded.objects,
-                gates,
-                &plan,
-                &ScaleDownOptions {
-                    now: options.now,
-                    ..ScaleDownOptions::default()
-                },
-            );
+            let (plan, scale_down) =
+                dra_plan::simulate::plan_and_scale_down(loaded.objects, gates, &options);
             SimulateOutput::Plan(Box::new(plan), scale_down)
         } else {
             SimulateOutput::Pods(dra_sim::simulate::simulate(loaded.objects, self.gates()?))

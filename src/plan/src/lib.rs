@@ -14,6 +14,7 @@ pub mod planner;
 pub mod provreq;
 pub mod report;
 pub mod scaledown;
+pub mod simulate;
 pub mod templates;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -23,6 +23,7 @@ pub mod report;
 pub mod selectors;
 pub mod simulate;
 pub mod snapshot;
+pub mod trim;
 
 pub use gates::{FeatureGates, KubeVersion};
 

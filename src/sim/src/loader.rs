@@ -13,6 +13,8 @@ use serde_json::Value;
 use crate::defaults;
 use crate::objects::{ClusterObjects, ExtraObject, ObjectRef, Origin};
 
+mod stream;
+
 /// A document that could not be turned into an object, with everything needed
 /// to find and fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -118,10 +120,17 @@ const TYPED_KINDS: [(&str, &str); 8] = [
 /// Kinds whose objects live in a namespace (`default` when unset).
 const NAMESPACED_KINDS: [&str; 3] = ["Pod", "ResourceClaim", "ResourceClaimTemplate"];
 
+/// Whether `kind` (with `items` present or not) makes a document a list.
+fn is_list_kind(kind: &str, has_items: bool) -> bool {
+    kind == "List" || kind.ends_with("List") && has_items
+}
+
 /// Accumulates objects from any number of sources.
 #[derive(Debug, Default)]
 pub struct Loader {
     keep: BTreeSet<(String, String)>,
+    /// Drop what nothing reads of typed objects ([`crate::trim`]).
+    trim: bool,
     /// (group, kind, namespace, name) of every object read so far.
     seen: BTreeSet<(String, String, String, String)>,
     loaded: Loaded,
@@ -138,6 +147,14 @@ impl Loader {
     /// whatever their version, as [`ExtraObject`]s.
     pub fn keep_kind(&mut self, group: &str, kind: &str) -> &mut Self {
         self.keep.insert((group.to_string(), kind.to_string()));
+        self
+    }
+
+    /// Drops, from every typed object it loads, what neither the fit logic, the planner,
+    /// the scale-down analysis nor the controller reads ([`crate::trim`]): callers that
+    /// hold large snapshots save most of their memory.
+    pub fn trim_unread(&mut self) -> &mut Self {
+        self.trim = true;
         self
     }
 
@@ -174,6 +191,9 @@ impl Loader {
             // An empty file holds no objects, as an empty YAML file does.
             return Ok(());
         }
+        if let Some(list) = stream::ListShape::of(text) {
+            return stream::add_items(self, &origin, text, &list);
+        }
         let value: Value = serde_json::from_str(text).map_err(|e| LoadError {
             origin: origin.clone(),
             object: None,
@@ -197,7 +217,7 @@ impl Loader {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        if kind == "List" || kind.ends_with("List") && value.get("items").is_some() {
+        if is_list_kind(&kind, value.get("items").is_some()) {
             let Value::Object(mut map) = value else {
                 return Ok(());
             };
@@ -214,15 +234,20 @@ impl Loader {
                 }
             };
             for (i, item) in items.into_iter().enumerate() {
-                let item_origin = Origin {
-                    item: Some(i),
-                    ..origin.clone()
-                };
-                self.add_object(item_origin, item)?;
+                self.add_item(&origin, i, item)?;
             }
             return Ok(());
         }
         self.add_object(origin, value)
+    }
+
+    /// Adds the `i`th item of a list read from `origin`.
+    fn add_item(&mut self, origin: &Origin, i: usize, item: Value) -> Result<(), LoadError> {
+        let item_origin = Origin {
+            item: Some(i),
+            ..origin.clone()
+        };
+        self.add_object(item_origin, item)
     }
 
     /// Finishes loading.
@@ -260,7 +285,13 @@ impl Loader {
         })
     }
 
-    fn add_object(&mut self, origin: Origin, value: Value) -> Result<(), LoadError> {
+    fn add_object(&mut self, origin: Origin, mut value: Value) -> Result<(), LoadError> {
+        if self.trim
+            && let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            // Of every kind, typed or kept: see `crate::trim::meta`.
+            metadata.remove("managedFields");
+        }
         if !value.is_object() {
             return Err(LoadError {
                 origin,
@@ -310,18 +341,21 @@ impl Loader {
         }
         let objects = &mut self.loaded.objects;
         match (group.as_str(), kind.as_str()) {
-            ("", "Node") => objects.nodes.push(typed(
-                &origin,
-                &label,
-                value,
-                &version,
-                "v1",
-                defaults::node,
-            )?),
+            ("", "Node") => {
+                let mut node: k8s_openapi::api::core::v1::Node =
+                    typed(&origin, &label, value, &version, "v1", defaults::node)?;
+                if self.trim {
+                    crate::trim::node(&mut node);
+                }
+                objects.nodes.push(node);
+            }
             ("", "Pod") => {
                 let workload_ref = value.pointer("/spec/workloadRef").cloned();
-                let pod: k8s_openapi::api::core::v1::Pod =
+                let mut pod: k8s_openapi::api::core::v1::Pod =
                     typed(&origin, &label, value, &version, "v1", defaults::pod)?;
+                if self.trim {
+                    crate::trim::pod(&mut pod);
+                }
                 if let Some(workload_ref) = workload_ref {
                     let key = (
                         pod.metadata.namespace.clone().unwrap_or_default(),

@@ -32,7 +32,7 @@ use dra_sim::objects::ClusterObjects;
 use dra_sim::report::{Outcome, PodReport};
 use dra_sim::simulate::report_allocations;
 use dra_sim::snapshot::{PodClaims, Snapshot, object_key};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::gang::{Gang, GangApi, detect_gangs};
 use crate::groups::{Budget, Group, read_groups, template_node};
@@ -224,6 +224,13 @@ impl Planned {
     #[must_use]
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
+    }
+
+    /// The snapshot's nodes and pods, the rest dropped (see
+    /// [`Snapshot::into_nodes_and_pods`]).
+    #[must_use]
+    pub fn into_nodes_and_pods(self) -> (Vec<Node>, Vec<Pod>) {
+        self.snapshot.into_nodes_and_pods()
     }
 }
 
