@@ -5,7 +5,7 @@
 # tears it down) plus the stack tests that run on either backend, one at a time.
 # Ends with the line "N passed, M failed" and exits non-zero when any failed.
 #
-#   e2e/cluster/test.sh [nextest filter args...]
+#   e2e/cluster/test.sh [nextest filter args...]   # over the workspace, e.g. -E 'test(kubectl)'
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -14,7 +14,9 @@ bin="$(e2e/cluster/build.sh)"
 echo "test.sh: Kubernetes binaries in $bin" >&2
 
 # simulate (scenario 1 compares the real scheduler with it) and the stack's tests.
-cargo build --locked -p dra-autoscaler >&2
+# The workspace's targets, as `cargo nextest run --workspace` builds them (CI has just
+# done so): a `-p` build would unify features differently and recompile ~40 crates.
+cargo build --locked --workspace --all-targets >&2
 export DRA_AUTOSCALER_BIN="$CARGO_TARGET_DIR/debug/dra-autoscaler"
 export DRA_E2E_BACKEND=real
 export DRA_E2E_DIR="${DRA_E2E_DIR:-$(mktemp -d /tmp/dra-e2e-suite.XXXXXX)}"
@@ -23,12 +25,12 @@ filter=("$@")
 if [[ ${#filter[@]} -eq 0 ]]; then
   # The real-cluster scenarios and the gate check (ignored in a plain `cargo nextest run`), the stack tests
   # written for both backends (DRA_E2E_BACKEND=real picks the real one).
-  filter=(--run-ignored all -E 'binary(real_cluster) | binary(real_versions) | binary(gang_lands)')
+  filter=(--run-ignored all -E 'package(dra-local-stack) & (binary(real_cluster) | binary(real_versions) | binary(gang_lands))')
 fi
 
 log="$DRA_E2E_DIR/nextest.log"
 set +e
-cargo nextest run --locked -p dra-local-stack --no-fail-fast --test-threads 1 \
+cargo nextest run --locked --workspace --no-fail-fast --test-threads 1 \
   --failure-output final --success-output never "${filter[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e

@@ -21,7 +21,9 @@ cd "$root"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/cache/dra-autoscaler/target}"
 
 oracle="$(e2e/oracle/build.sh)"
-cargo build --locked -p dra-differential --bin dra-differential >&2
+# Built as the workspace builds it (CI has just done so; a `-p` build would
+# unify features differently and recompile part of the tree).
+cargo build --locked --workspace --all-targets >&2
 out="${ORACLE_OUT:-$root/e2e/oracle/disagreements}"
 echo "test.sh: disagreements (if any) go to $out" >&2
 
