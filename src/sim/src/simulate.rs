@@ -36,7 +36,7 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
     };
     let mut reasons = Vec::new();
     let checkpoint = snapshot.checkpoint();
-    let signature = snapshot.signature(pod_index);
+    let signature = snapshot.cursor_signature(pod_index, &claims);
     let start = snapshot.scan_start(signature);
     for node_index in start..snapshot.nodes().len() {
         let node_name = snapshot.nodes()[node_index]

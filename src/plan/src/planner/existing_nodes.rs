@@ -29,7 +29,7 @@ impl Planner<'_> {
             // Domain-restricted scans skip nodes for reasons other than fit,
             // so only unrestricted ones move the cursor.
             let signature = if domain.is_anywhere() {
-                self.snapshot.signature(pod_index)
+                self.snapshot.cursor_signature(pod_index, pod_claims)
             } else {
                 None
             };

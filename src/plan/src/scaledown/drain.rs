@@ -100,7 +100,7 @@ impl Drainer {
             .resolve_claims(pod)
             .map_err(|e| format!("pod {name} cannot move: {e}"))?;
         let signature = if self.use_cursors {
-            snapshot.signature(pod)
+            snapshot.cursor_signature(pod, &claims)
         } else {
             None
         };

@@ -20,8 +20,15 @@
 //!   requests' candidates as those requests need devices;
 //! - anything it cannot bound exactly is left to the search: admin access,
 //!   `All` and `firstAvailable` requests count for nothing, list-valued
-//!   attributes skip the distinct check, and a selector error anywhere makes
-//!   it give up (the search would report that error, not "no allocation").
+//!   attributes skip the distinct check;
+//! - it gives up wherever the search might end in an error instead (see
+//!   [`search_may_fail_with_error`]): a selector error on any device for any
+//!   (sub)request, `firstAvailable` alternatives and admin-access requests
+//!   included, or an `All` (sub)request in a claim with constraints (a device
+//!   the request must take but a constraint rejects is an error). Counting
+//!   that ignored them said "unschedulable" where kube-scheduler, searching
+//!   on, reached the error (seed 3 clusters 552615, 61305 and others of the
+//!   oracle; case 143).
 
 use std::collections::BTreeSet;
 
@@ -34,6 +41,9 @@ use super::search::Search;
 
 /// True when counting proves that no allocation exists for these claims.
 pub(crate) fn provably_infeasible(search: &mut Search<'_, '_>) -> bool {
+    if search_may_fail_with_error(search) {
+        return false;
+    }
     let mut needed_total = 0usize;
     let mut union: BTreeSet<u64> = BTreeSet::new();
     let mut shared_candidate = false;
@@ -65,6 +75,71 @@ pub(crate) fn provably_infeasible(search: &mut Search<'_, '_>) -> bool {
         }
     }
     !shared_candidate && union.len() < needed_total
+}
+
+/// Whether the search might stop with an error before it runs out of
+/// choices: some (sub)request's selectors fail on some device of a usable
+/// pool (whether or not the search would get that far; held devices
+/// included, as admin-access requests evaluate them), or an `All`
+/// (sub)request belongs to a claim with constraints. Then counting must not
+/// cut the search short: its end is the answer.
+fn search_may_fail_with_error(search: &mut Search<'_, '_>) -> bool {
+    for claim in 0..search.claims.len() {
+        let constrained = !search.constraints[claim].is_empty();
+        for request in 0..search.slots[claim].len() {
+            let n = match &search.slots[claim][request] {
+                Slot::Exact(_) => 1,
+                Slot::FirstAvailable(subs) => subs.len(),
+            };
+            for sub in 0..n {
+                let data = match &search.slots[claim][request] {
+                    Slot::Exact(data) => data,
+                    Slot::FirstAvailable(subs) => &subs[sub],
+                };
+                if constrained && data.mode == Mode::All {
+                    return true;
+                }
+                if selector_fails_somewhere(search, claim, request, sub) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// A selector of the (sub)request fails on some device of a usable pool.
+fn selector_fails_somewhere(
+    search: &mut Search<'_, '_>,
+    claim: usize,
+    request: usize,
+    sub: usize,
+) -> bool {
+    let pools = search.chk.pools;
+    let claim_object = search.claims[claim];
+    for (pool_idx, pool) in pools.iter().enumerate() {
+        if !pool.usable() {
+            continue;
+        }
+        for (slice_idx, slice) in pool.slices.iter().enumerate() {
+            for device_idx in 0..slice.devices.len() {
+                let dev = DevRef {
+                    pool: pool_idx,
+                    slice: slice_idx,
+                    device: device_idx,
+                    flat: pool.offsets[slice_idx] + device_idx,
+                };
+                let data = match &search.slots[claim][request] {
+                    Slot::Exact(data) => data,
+                    Slot::FirstAvailable(subs) => &subs[sub],
+                };
+                if selectable(&mut search.chk, claim_object, data, dev).is_err() {
+                    return true;
+                }
+            }
+        }
+    }
+    false
 }
 
 /// The devices the search could pick for an exact request, or `None` when a

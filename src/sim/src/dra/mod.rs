@@ -28,6 +28,9 @@
 //! variant; we follow it where those gates act: constraints compare list
 //! values as sets, compatibility groups are enforced per counter set.
 //!
+//! The stable variant (the 1.34/1.35 defaults) keeps binding-condition pools
+//! in plain (driver, pool) order, one of its Go map orders (`pools`).
+//!
 //! Deliberate differences: a quantity that does not parse (which an API
 //! server would have refused) makes its pool invalid; on failure we add
 //! reasons that upstream does not compute.

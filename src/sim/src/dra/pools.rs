@@ -1,5 +1,6 @@
 //! Pool gathering for one node (upstream `GatherPools` and `buildPool`,
-//! incubating variant; the stable one differs in [`counters_everywhere`]): which slices a node can use, grouped into pools at
+//! incubating variant; the stable one differs in [`counters_everywhere`] and
+//! [`binding_pools_last`]): which slices a node can use, grouped into pools at
 //! their newest generation, checked for completeness and validity, and put in
 //! the deterministic order the first-fit search depends on.
 
@@ -89,6 +90,21 @@ impl Pool {
 /// further only when a pool seems incomplete).
 pub(crate) fn counters_everywhere(f: &Features) -> bool {
     f.partitionable_devices && f.variant() == super::Variant::Stable
+}
+
+/// Whether pools with a binding-condition device are searched after the
+/// others. The incubating and experimental `GatherPools` move them last
+/// (`poolHasBindingConditions`) and sort both parts by pool ID, whatever
+/// DRADeviceBindingConditions says. The stable `GatherPools` does neither:
+/// its pools come in Go map order, which for a handful of pools is mostly the
+/// order their first slices were listed in. Plain (driver, pool) order is one
+/// of its possible orders and, with slices listed in name order (as the
+/// upstream oracle does, and as slice names usually follow pool names), the
+/// one it gives most often; moving binding-condition pools last would make
+/// ours an order it seldom gives (seed 3 cluster 4782 of the oracle, case
+/// 142).
+fn binding_pools_last(f: &Features) -> bool {
+    f.variant() != super::Variant::Stable
 }
 
 /// The result of gathering: pools in search order and the pools whose
@@ -191,14 +207,15 @@ pub(crate) fn gather<'a>(
                 pool
             }
         };
-        if has_binding_conditions(&pool) {
+        if binding_pools_last(f) && has_binding_conditions(&pool) {
             with_binding.push(pool);
         } else {
             plain.push(pool);
         }
     }
     // The BTreeMap already yields (driver, pool) order; binding-condition
-    // pools go last so that devices without them are preferred.
+    // pools go last so that devices without them are preferred (not in the
+    // stable allocator, see `binding_pools_last`).
     plain.append(&mut with_binding);
     Ok(Gathered { pools: plain, deps })
 }

@@ -293,7 +293,7 @@ impl Planner<'_> {
         pod_claims: &PodClaims,
         first_open: usize,
     ) -> Option<usize> {
-        let signature = self.snapshot.signature(pod_index);
+        let signature = self.snapshot.cursor_signature(pod_index, pod_claims);
         let start = self.snapshot.scan_start(signature).max(first_open);
         for node_index in start..self.snapshot.nodes().len() {
             if let Verdict::Fits(allocations) =
