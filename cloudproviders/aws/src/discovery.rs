@@ -7,17 +7,24 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use dra_provider::ProviderError;
 
-use crate::groups::{self, Parts};
-use crate::provider::{Groups, Inner};
+use crate::aws::Aws;
+use crate::config::Config;
+use crate::groups::{self, Group, Parts};
+use crate::instance_types::InstanceTypes;
+
+/// Groups as one read found them.
+type Groups = dra_provider::GroupCatalog<Group>;
 
 /// All groups, read now.
 ///
 /// # Errors
 /// Errors of the calls every group needs (listing ASGs, describing instance types, subnets,
 /// reservations); per-group problems end up in [`Groups::bad`].
-pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> {
-    let config = &inner.config;
-    let aws = &inner.aws;
+pub(crate) async fn read_groups(
+    aws: &Aws,
+    config: &Config,
+    instance_types: &InstanceTypes,
+) -> Result<Groups, ProviderError> {
     let listed: Vec<String> = config.node_groups.iter().map(|g| g.asg.clone()).collect();
     let asgs = aws.describe_groups(&config.discovery(), &listed).await?;
     let mut bad: BTreeMap<String, String> = listed
@@ -64,7 +71,7 @@ pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> 
 
     let types: Vec<String> = staged.iter().map(|(_, _, _, t)| t.clone()).collect();
     let (shapes, bad_types) = batched(&types, |some| async move {
-        inner.types.shapes(aws, &some).await
+        instance_types.shapes(aws, &some).await
     })
     .await?;
     let subnets: BTreeSet<String> = staged

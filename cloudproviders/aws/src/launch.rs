@@ -11,30 +11,21 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use dra_api::CapacityType;
+use dra_provider::skeleton::{GangStarts, Requests, sizes};
 use dra_provider::{AtomicIncrease, ProviderError};
+use tokio::sync::Mutex;
 
 use crate::aws::provider_id;
 use crate::errors::{AwsErrorKind, classify, launch_error};
 use crate::fleet::{self, Capacity, FleetRequest};
 use crate::groups::Group;
-use crate::provider::{Inner, failed_instance};
+use crate::state::{Inner, Pending, failed_instance};
 
 /// Karpenter stops launching into a Capacity Block 40 minutes before its end (AWS terminates
 /// its instances from 30 minutes before).
 const CAPACITY_BLOCK_CUTOFF: Duration = Duration::from_secs(40 * 60);
 /// How long a launched instance may take to reach `running` before it is given up.
 const RUNNING_DEADLINE: Duration = Duration::from_secs(15 * 60);
-
-/// An instance launched for a group and not attached yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pending {
-    /// `i-…`.
-    pub id: String,
-    /// Zone.
-    pub zone: String,
-    /// When it was requested.
-    pub requested_at: SystemTime,
-}
 
 fn out_of_capacity(code: &str, message: String) -> ProviderError {
     ProviderError::OutOfCapacity {
@@ -87,50 +78,45 @@ fn usable_subnets(
     Ok(subnets)
 }
 
+/// The AWS part of `AtomicIncreaseSize` (the contract is `dra_provider::skeleton::atomic`).
+pub(crate) struct Launches<'a>(pub(crate) &'a Arc<Inner>);
+
+#[tonic::async_trait]
+impl GangStarts for Launches<'_> {
+    type Book = Requests;
+
+    fn scaling(&self) -> &Mutex<Requests> {
+        &self.0.scaling
+    }
+
+    async fn start(
+        &self,
+        _book: &mut Requests,
+        request: &AtomicIncrease,
+    ) -> Result<Vec<String>, ProviderError> {
+        launch(self.0, request).await
+    }
+}
+
 /// Starts the gang; see the module docs.
 ///
 /// # Errors
 /// [`ProviderError::OutOfCapacity`]/[`ProviderError::Quota`] when fewer than `minCount` could
 /// start (after rolling back what did), [`ProviderError::InvalidArgument`] for sizes the group
 /// cannot take, AWS errors otherwise.
-pub(crate) async fn atomic_increase(
+async fn launch(
     inner: &Arc<Inner>,
     request: &AtomicIncrease,
 ) -> Result<Vec<String>, ProviderError> {
     let id = &request.id;
-    if request.min_count < 1 || request.count < request.min_count {
-        return Err(ProviderError::InvalidArgument {
-            message: format!(
-                "node group {id:?}: need 1 <= minCount <= count, got minCount {} count {}",
-                request.min_count, request.count
-            ),
-        });
-    }
-    let _scaling = inner.scaling.lock().await;
-    if !request.request_id.is_empty()
-        && let Some(ids) = inner.requests.lock().await.get(&request.request_id)
-    {
-        tracing::info!(
-            group = id,
-            request = request.request_id,
-            "request already answered"
-        );
-        return Ok(ids.clone());
-    }
     inner.ensure_groups(true).await?;
     let group = inner.group(id).await?;
-    let pending = i32::try_from(inner.pending_of(id).await.len()).unwrap_or(0);
-    let headroom = group.spec.max_size - group.asg.desired - pending;
-    if headroom < request.min_count {
-        return Err(ProviderError::InvalidArgument {
-            message: format!(
-                "node group {id:?}: {} more machines would exceed maxSize {} (size {})",
-                request.min_count,
-                group.spec.max_size,
-                group.asg.desired + pending
-            ),
-        });
-    }
+    let headroom = sizes::headroom(
+        id,
+        inner.target(&group).await,
+        group.spec.max_size,
+        request.min_count,
+    )?;
     let mut count = request.count.min(headroom);
     let mut zone = None;
     let mut capacity_block = false;
@@ -271,13 +257,6 @@ pub(crate) async fn atomic_increase(
         .entry(id.clone())
         .or_default()
         .extend(started.iter().cloned());
-    if !request.request_id.is_empty() {
-        inner
-            .requests
-            .lock()
-            .await
-            .insert(request.request_id.clone(), ids.clone());
-    }
     tokio::spawn(attach_when_running(Arc::clone(inner), id.clone(), started));
     Ok(ids)
 }
@@ -308,16 +287,15 @@ async fn attach_when_running(inner: Arc<Inner>, group: String, instances: Vec<Pe
         if let Err(terminate) = inner.aws.terminate(&ids).await {
             tracing::error!(group, error = %terminate, "terminating the unattached gang failed");
         }
-        let mut failed = inner.failed.lock().await;
-        let list = failed.entry(group.clone()).or_default();
-        for p in &instances {
-            list.push(failed_instance(
+        let failed = instances.iter().map(|p| {
+            failed_instance(
                 provider_id(&p.zone, &p.id),
                 "AttachFailed",
                 err.to_string(),
                 p.requested_at,
-            ));
-        }
+            )
+        });
+        inner.failed.add(&group, failed).await;
     }
     // Read the group again before dropping the pending entries, so its instances (or their
     // absence) are visible the moment they stop being pending.

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  gRPC (externalgrpc + NodeGroupExtensions, dra_provider::serve)
-//!    └─► AwsProvider (provider.rs)
+//!    └─► AwsProvider (provider.rs) over dra_provider::skeleton
+//!          ├─ state.rs      what calls share: SDK client, groups, scaling lock, pending attaches
 //!          ├─ discovery.rs  ASGs by cluster-autoscaler's tags or the config; launch templates,
 //!          │                subnets, reservations → groups.rs (NodeGroup spec per ASG)
 //!          ├─ instance_types.rs  DescribeInstanceTypes (cached) → dra_provider_machines
@@ -22,6 +23,7 @@ pub mod instance_types;
 mod launch;
 pub mod moto;
 pub mod provider;
+mod state;
 
 pub use aws::Aws;
 pub use config::{Config, ConfigError, GroupConfig};

@@ -2,49 +2,25 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use dra_api::NODE_GROUP_LABEL;
+use dra_provider::skeleton::{ServedGroup, atomic_increase, sizes};
 use dra_provider::{
-    AtomicIncrease, AutoscalingOptions, CloudProvider, GroupCatalog, Instance, InstanceDetails,
-    InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError,
-    ReservationStatus, TemplateNode, gpu, group_options,
+    AtomicIncrease, AutoscalingOptions, CloudProvider, Instance, InstanceDetails, InstanceState,
+    NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus, TemplateNode,
+    group_options,
 };
-use tokio::sync::Mutex;
 
 use crate::aws::{Aws, instance_id, provider_id};
 use crate::config::Config;
-use crate::errors::UnavailableOfferings;
 use crate::groups::Group;
-use crate::instance_types::InstanceTypes;
-use crate::launch::{self, Pending};
+use crate::launch::Launches;
+use crate::state::{Inner, Pending};
 
 /// The label cluster-autoscaler's AWS provider reports as its GPU label.
 pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
-
-/// Groups as last read from AWS.
-pub(crate) type Groups = GroupCatalog<Group>;
-
-/// Shared state of the provider (also used by background attach tasks).
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub(crate) aws: Aws,
-    pub(crate) config: Config,
-    pub(crate) types: InstanceTypes,
-    pub(crate) ice: UnavailableOfferings,
-    pub(crate) groups: Mutex<Groups>,
-    /// Answers to atomic requests by request id.
-    pub(crate) requests: Mutex<BTreeMap<String, Vec<String>>>,
-    /// Launched instances waiting to be attached, by group.
-    pub(crate) pending: Mutex<BTreeMap<String, Vec<Pending>>>,
-    /// Launches that failed after starting (attach failures), by group.
-    pub(crate) failed: Mutex<BTreeMap<String, Vec<InstanceDetails>>>,
-    /// One scale-up or scale-down at a time: sizes are read, checked and written together.
-    pub(crate) scaling: Mutex<()>,
-    /// How often (ms) a launched instance is checked for `running` before attaching it.
-    pub(crate) attach_poll_ms: AtomicU64,
-}
 
 /// The AWS provider.
 #[derive(Debug, Clone)]
@@ -57,18 +33,7 @@ impl AwsProvider {
     #[must_use]
     pub fn new(aws: Aws, config: Config) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                types: InstanceTypes::new(Duration::from_secs(config.instance_type_ttl_seconds)),
-                ice: UnavailableOfferings::new(Duration::from_secs(config.ice_ttl_seconds)),
-                aws,
-                config,
-                groups: Mutex::new(Groups::default()),
-                requests: Mutex::new(BTreeMap::new()),
-                pending: Mutex::new(BTreeMap::new()),
-                failed: Mutex::new(BTreeMap::new()),
-                scaling: Mutex::new(()),
-                attach_poll_ms: AtomicU64::new(2000),
-            }),
+            inner: Arc::new(Inner::new(aws, config)),
         }
     }
 
@@ -83,9 +48,11 @@ impl AwsProvider {
     }
 
     /// The groups that could not be used and why (for logs and the CLI).
+    ///
+    /// # Errors
+    /// AWS errors while reading the groups.
     pub async fn unusable_groups(&self) -> Result<BTreeMap<String, String>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        Ok(self.inner.groups.lock().await.bad.clone())
+        Ok(self.inner.catalog(false).await?.bad.clone())
     }
 
     /// The `NodeGroup` specs of all usable groups, by ASG name (what `print-nodegroups` shows).
@@ -93,66 +60,12 @@ impl AwsProvider {
     /// # Errors
     /// AWS errors while reading the groups.
     pub async fn specs(&self) -> Result<BTreeMap<String, dra_api::NodeGroupSpec>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        Ok(self
-            .inner
-            .groups
-            .lock()
-            .await
-            .good
-            .iter()
-            .map(|(k, g)| (k.clone(), g.spec.clone()))
-            .collect())
+        Ok(self.inner.catalog(false).await?.specs())
     }
 
     /// Launched instances not attached yet, over all groups.
     pub async fn pending_attach(&self) -> usize {
         self.inner.pending.lock().await.values().map(Vec::len).sum()
-    }
-}
-
-impl Inner {
-    /// Reads groups again when forced or older than `refreshSeconds`.
-    pub(crate) async fn ensure_groups(&self, force: bool) -> Result<(), ProviderError> {
-        let mut groups = self.groups.lock().await;
-        if groups.is_fresh(Duration::from_secs(self.config.refresh_seconds)) && !force {
-            return Ok(());
-        }
-        *groups = crate::discovery::read_groups(self).await?;
-        for (name, reason) in &groups.bad {
-            tracing::warn!(group = name, reason, "Auto Scaling group is not usable");
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn group(&self, id: &str) -> Result<Group, ProviderError> {
-        self.ensure_groups(false).await?;
-        self.groups.lock().await.get(id).cloned()
-    }
-
-    pub(crate) fn attach_poll(&self) -> Duration {
-        Duration::from_millis(self.attach_poll_ms.load(Ordering::Relaxed))
-    }
-
-    pub(crate) async fn pending_of(&self, id: &str) -> Vec<Pending> {
-        self.pending
-            .lock()
-            .await
-            .get(id)
-            .cloned()
-            .unwrap_or_default()
-    }
-}
-
-fn group_ref(group: &Group) -> NodeGroupRef {
-    NodeGroupRef {
-        id: group.asg.name.clone(),
-        min_size: group.spec.min_size,
-        max_size: group.spec.max_size,
-        debug: format!(
-            "aws Auto Scaling group {} ({}, {})",
-            group.asg.name, group.instance_type, group.spec.capacity_type
-        ),
     }
 }
 
@@ -179,6 +92,43 @@ pub fn template_of(group: &Group) -> TemplateNode {
     TemplateNode {
         node: node.node,
         resource_slices: node.slices,
+    }
+}
+
+impl ServedGroup for Group {
+    fn node_group_ref(&self) -> NodeGroupRef {
+        NodeGroupRef {
+            id: self.asg.name.clone(),
+            min_size: self.spec.min_size,
+            max_size: self.spec.max_size,
+            debug: format!(
+                "aws Auto Scaling group {} ({}, {})",
+                self.asg.name, self.instance_type, self.spec.capacity_type
+            ),
+        }
+    }
+
+    fn spec(&self) -> &dra_api::NodeGroupSpec {
+        &self.spec
+    }
+
+    fn template(&self) -> TemplateNode {
+        template_of(self)
+    }
+
+    fn details(&self) -> NodeGroupDetails {
+        let reservation = self.reservation.as_ref().map(|r| ReservationStatus {
+            id: r.id.clone(),
+            total: r.total,
+            in_use: r.total - r.available,
+            end_time: r.end,
+        });
+        NodeGroupDetails::from_spec(
+            self.asg.name.clone(),
+            &self.spec,
+            template_of(self),
+            reservation,
+        )
     }
 }
 
@@ -221,15 +171,7 @@ impl AwsProvider {
             reservation_id: None,
             requested_at: None,
         }));
-        out.extend(
-            self.inner
-                .failed
-                .lock()
-                .await
-                .get(id)
-                .cloned()
-                .unwrap_or_default(),
-        );
+        out.extend(self.inner.failed.of(id).await);
         Ok(out)
     }
 }
@@ -237,16 +179,7 @@ impl AwsProvider {
 #[tonic::async_trait]
 impl CloudProvider for AwsProvider {
     async fn node_groups(&self) -> Result<Vec<NodeGroupRef>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        Ok(self
-            .inner
-            .groups
-            .lock()
-            .await
-            .good
-            .values()
-            .map(group_ref)
-            .collect())
+        Ok(self.inner.catalog(false).await?.refs())
     }
 
     async fn node_group_for_node(
@@ -256,7 +189,7 @@ impl CloudProvider for AwsProvider {
         self.inner.ensure_groups(false).await?;
         let id = instance_id(&node.provider_id).map(ToOwned::to_owned);
         let pending = self.inner.pending.lock().await.clone();
-        let groups = self.inner.groups.lock().await;
+        let groups = self.inner.groups.current().await;
         let by_instance = id.as_deref().and_then(|id| {
             groups.good.values().find(|g| {
                 g.asg.instances.iter().any(|i| i.id == id)
@@ -271,28 +204,19 @@ impl CloudProvider for AwsProvider {
                     .get(NODE_GROUP_LABEL)
                     .and_then(|g| groups.good.get(g))
             })
-            .map(group_ref))
+            .map(ServedGroup::node_group_ref))
     }
 
     /// The label cluster-autoscaler's own provider for this cloud reports, unless a group
     /// with DRA-only GPUs carries it (`dra_provider::gpu` says why).
     async fn gpu_label(&self) -> Result<String, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        let groups = self.inner.groups.lock().await;
-        Ok(gpu::gpu_label(
-            GPU_LABEL,
-            groups.good.values().map(|g| &g.spec.template),
-        ))
+        Ok(self.inner.catalog(false).await?.gpu_label(GPU_LABEL))
     }
 
     /// The values the groups' templates give the GPU label.
     async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
         let label = self.gpu_label().await?;
-        let groups = self.inner.groups.lock().await;
-        Ok(gpu::gpu_types(
-            &label,
-            groups.good.values().map(|g| &g.spec.template),
-        ))
+        Ok(self.inner.groups.current().await.gpu_types(&label))
     }
 
     async fn refresh(&self) -> Result<(), ProviderError> {
@@ -301,29 +225,16 @@ impl CloudProvider for AwsProvider {
 
     async fn target_size(&self, id: &str) -> Result<i32, ProviderError> {
         let group = self.inner.group(id).await?;
-        let pending = i32::try_from(self.inner.pending_of(id).await.len()).unwrap_or(0);
-        Ok(group.asg.desired + pending)
+        Ok(self.inner.target(&group).await)
     }
 
     async fn increase_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
-        if delta <= 0 {
-            return Err(ProviderError::InvalidArgument {
-                message: format!("increase of node group {id:?} needs delta > 0, got {delta}"),
-            });
-        }
+        sizes::check_increase(id, delta)?;
         let _scaling = self.inner.scaling.lock().await;
         self.inner.ensure_groups(true).await?;
         let group = self.inner.group(id).await?;
-        let pending = i32::try_from(self.inner.pending_of(id).await.len()).unwrap_or(0);
-        let target = group.asg.desired + pending + delta;
-        if target > group.spec.max_size {
-            return Err(ProviderError::InvalidArgument {
-                message: format!(
-                    "node group {id:?}: size {target} would exceed maxSize {}",
-                    group.spec.max_size
-                ),
-            });
-        }
+        let target = self.inner.target(&group).await + delta;
+        sizes::check_max_size(id, target, group.spec.max_size)?;
         tracing::info!(
             group = id,
             desired = group.asg.desired + delta,
@@ -333,7 +244,7 @@ impl CloudProvider for AwsProvider {
             .aws
             .set_desired(id, group.asg.desired + delta)
             .await?;
-        self.inner.groups.lock().await.read_at = None;
+        self.inner.groups.invalidate().await;
         Ok(())
     }
 
@@ -361,14 +272,7 @@ impl CloudProvider for AwsProvider {
         let count = victims.attached.len() + victims.pending.len() + victims.placeholders;
         let target = group.asg.desired + i32::try_from(pending.len()).unwrap_or(i32::MAX);
         let remaining = target - i32::try_from(count).unwrap_or(i32::MAX);
-        if remaining < group.spec.min_size {
-            return Err(ProviderError::InvalidArgument {
-                message: format!(
-                    "deleting {count} nodes would take node group {id:?} below minSize {}",
-                    group.spec.min_size
-                ),
-            });
-        }
+        sizes::check_min_size(id, count, remaining, group.spec.min_size)?;
         for instance in &victims.attached {
             tracing::info!(group = id, instance, "TerminateInstanceInAutoScalingGroup");
             self.inner.aws.terminate_in_group(instance).await?;
@@ -392,34 +296,24 @@ impl CloudProvider for AwsProvider {
             );
             self.inner.aws.set_desired(id, desired).await?;
         }
-        if let Some(list) = self.inner.failed.lock().await.get_mut(id) {
-            list.retain(|f| !nodes.iter().any(|n| n.provider_id == f.id));
-        }
-        self.inner.groups.lock().await.read_at = None;
+        self.inner
+            .failed
+            .forget(id, nodes.iter().map(|n| n.provider_id.as_str()))
+            .await;
+        self.inner.groups.invalidate().await;
         Ok(())
     }
 
     async fn decrease_target_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
-        if delta >= 0 {
-            return Err(ProviderError::InvalidArgument {
-                message: format!("decrease of node group {id:?} needs delta < 0, got {delta}"),
-            });
-        }
+        sizes::check_decrease(id, delta)?;
         let _scaling = self.inner.scaling.lock().await;
         self.inner.ensure_groups(true).await?;
         let group = self.inner.group(id).await?;
         let target = group.asg.desired + delta;
         let existing = i32::try_from(group.asg.instances.len()).unwrap_or(i32::MAX);
-        // As cluster-autoscaler: only machines that were never started can be dropped.
-        if target < existing {
-            return Err(ProviderError::InvalidArgument {
-                message: format!(
-                    "node group {id:?} has {existing} instances; its target cannot go to {target}"
-                ),
-            });
-        }
+        sizes::check_started_kept(id, existing, "instances", target)?;
         self.inner.aws.set_desired(id, target).await?;
-        self.inner.groups.lock().await.read_at = None;
+        self.inner.groups.invalidate().await;
         Ok(())
     }
 
@@ -433,7 +327,7 @@ impl CloudProvider for AwsProvider {
     }
 
     async fn template_node(&self, id: &str) -> Result<TemplateNode, ProviderError> {
-        Ok(template_of(&self.inner.group(id).await?))
+        Ok(self.inner.group(id).await?.template())
     }
 
     /// From the group's `scaleDown` setting (`dra_provider::group_options`).
@@ -450,33 +344,14 @@ impl CloudProvider for AwsProvider {
         &self,
         ids: &[String],
     ) -> Result<Vec<NodeGroupDetails>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        let groups = self.inner.groups.lock().await;
-        let selected = groups.select(ids)?;
-        Ok(selected
-            .into_iter()
-            .map(|g| {
-                let reservation = g.reservation.as_ref().map(|r| ReservationStatus {
-                    id: r.id.clone(),
-                    total: r.total,
-                    in_use: r.total - r.available,
-                    end_time: r.end,
-                });
-                NodeGroupDetails::from_spec(
-                    g.asg.name.clone(),
-                    &g.spec,
-                    template_of(g),
-                    reservation,
-                )
-            })
-            .collect())
+        self.inner.catalog(false).await?.details(ids)
     }
 
     async fn atomic_increase_size(
         &self,
         request: &AtomicIncrease,
     ) -> Result<Vec<String>, ProviderError> {
-        launch::atomic_increase(&self.inner, request).await
+        atomic_increase(&Launches(&self.inner), request).await
     }
 
     async fn instance_details(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
@@ -545,28 +420,6 @@ fn is_placeholder(provider_id: &str, asg: &str) -> bool {
         .and_then(|rest| rest.strip_prefix(asg))
         .and_then(|rest| rest.strip_prefix('-'))
         .is_some_and(|n| n.parse::<usize>().is_ok())
-}
-
-/// A failed instance as the extension reports it.
-#[must_use]
-pub(crate) fn failed_instance(
-    id: String,
-    code: &str,
-    message: String,
-    at: SystemTime,
-) -> InstanceDetails {
-    InstanceDetails {
-        id,
-        node_name: String::new(),
-        state: InstanceState::Deleting,
-        error: Some(InstanceError {
-            class: crate::errors::error_class(code),
-            code: code.to_owned(),
-            message,
-        }),
-        reservation_id: None,
-        requested_at: Some(at),
-    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,14 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dra_api::NODE_GROUP_LABEL;
+use dra_provider::skeleton::{GangStarts, RequestBook, atomic_increase};
 use dra_provider::{
     AtomicIncrease, AutoscalingOptions, CloudProvider, Instance, InstanceDetails, InstanceState,
     NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus, TemplateNode, gpu,
     group_options,
 };
 
-use crate::cloud::{InstanceRecord, Limit};
+use crate::cloud::{CloudState, InstanceRecord, Limit};
 use crate::config::GroupConfig;
 use crate::provider::{FakeProvider, group_ref, kube_err};
 
@@ -118,32 +119,65 @@ impl FakeProvider {
         self.save(&state)
     }
 
-    async fn atomic(&self, request: &AtomicIncrease) -> Result<Vec<String>, ProviderError> {
+    fn details(&self, group: &GroupConfig, in_use: i32) -> NodeGroupDetails {
+        let reservation = group.spec.reservation.as_ref().map(|r| ReservationStatus {
+            id: r.id.clone(),
+            total: r.total,
+            in_use,
+            end_time: r.end_time.as_ref().map(|t| {
+                UNIX_EPOCH + Duration::from_secs(u64::try_from(t.0.as_second()).unwrap_or(0))
+            }),
+        });
+        NodeGroupDetails::from_spec(
+            group.name.clone(),
+            &group.spec,
+            Self::template_of(group),
+            reservation,
+        )
+    }
+}
+
+/// The request ids of atomic starts are kept in the state file, per group, so a restarted
+/// fake replays them too.
+impl RequestBook for CloudState {
+    fn answered(&self, group: &str, request_id: &str) -> Option<Vec<String>> {
+        self.groups.get(group)?.requests.get(request_id).cloned()
+    }
+
+    fn remember(&mut self, group: &str, request_id: &str, ids: Vec<String>) {
+        self.group_mut(group)
+            .requests
+            .insert(request_id.to_owned(), ids);
+    }
+}
+
+/// The fake's part of `AtomicIncreaseSize`: the state lock is its scaling lock.
+#[tonic::async_trait]
+impl GangStarts for FakeProvider {
+    type Book = CloudState;
+
+    fn scaling(&self) -> &tokio::sync::Mutex<CloudState> {
+        &self.state
+    }
+
+    async fn before_lock(&self, request: &AtomicIncrease) -> Result<(), ProviderError> {
+        self.group(&request.id).map(drop)
+    }
+
+    async fn start(
+        &self,
+        state: &mut CloudState,
+        request: &AtomicIncrease,
+    ) -> Result<Vec<String>, ProviderError> {
         let group = self.group(&request.id)?;
-        let mut state = self.state.lock().await;
-        if !request.request_id.is_empty()
-            && let Some(ids) = state
-                .group_mut(&group.name)
-                .requests
-                .get(&request.request_id)
-        {
-            tracing::info!(
-                group = %group.name,
-                request_id = %request.request_id,
-                "request already answered; returning its instances"
-            );
-            return Ok(ids.clone());
-        }
         let (headroom, limit) = state.headroom(&group);
         if let Some(partial) = group.faults.partial_fulfilment
             && partial < request.min_count
         {
             // The cloud starts some, then cannot reach minCount: roll back what started.
-            let started = self
-                .start(&mut state, &group, partial.min(headroom))
-                .await?;
+            let started = FakeProvider::start(self, state, &group, partial.min(headroom)).await?;
             let names: Vec<String> = started.iter().map(|r| r.name.clone()).collect();
-            self.roll_back(&mut state, &group.name, &names).await;
+            self.roll_back(state, &group.name, &names).await;
             let rolled_back = i32::try_from(names.len()).unwrap_or(0);
             return Err(Self::refuse(
                 Limit::Capacity,
@@ -162,35 +196,20 @@ impl FakeProvider {
                 0,
             ));
         }
-        let started = self
-            .start(&mut state, &group, request.count.min(headroom))
-            .await?;
-        let ids: Vec<String> = started.iter().map(InstanceRecord::provider_id).collect();
-        if !request.request_id.is_empty() {
-            state
-                .group_mut(&group.name)
-                .requests
-                .insert(request.request_id.clone(), ids.clone());
-            self.save(&state)?;
-        }
-        Ok(ids)
+        let started = FakeProvider::start(self, state, &group, request.count.min(headroom)).await?;
+        Ok(started.iter().map(InstanceRecord::provider_id).collect())
     }
 
-    fn details(&self, group: &GroupConfig, in_use: i32) -> NodeGroupDetails {
-        let reservation = group.spec.reservation.as_ref().map(|r| ReservationStatus {
-            id: r.id.clone(),
-            total: r.total,
-            in_use,
-            end_time: r.end_time.as_ref().map(|t| {
-                UNIX_EPOCH + Duration::from_secs(u64::try_from(t.0.as_second()).unwrap_or(0))
-            }),
-        });
-        NodeGroupDetails::from_spec(
-            group.name.clone(),
-            &group.spec,
-            Self::template_of(group),
-            reservation,
-        )
+    fn keep(&self, state: &CloudState) -> Result<(), ProviderError> {
+        self.save(state)
+    }
+
+    fn log_replay(&self, request: &AtomicIncrease) {
+        tracing::info!(
+            group = %request.id,
+            request_id = %request.request_id,
+            "request already answered; returning its instances"
+        );
     }
 }
 
@@ -382,7 +401,7 @@ impl CloudProvider for FakeProvider {
         &self,
         request: &AtomicIncrease,
     ) -> Result<Vec<String>, ProviderError> {
-        let result = self.atomic(request).await;
+        let result = atomic_increase(self, request).await;
         let args = format!("count={} minCount={}", request.count, request.min_count);
         match &result {
             Ok(ids) => tracing::info!(

@@ -18,89 +18,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use dra_api::CapacityType;
+use dra_provider::skeleton::{GangStarts, Requests, sizes};
 use dra_provider::{AtomicIncrease, InstanceDetails, InstanceError, InstanceState, ProviderError};
+use tokio::sync::Mutex;
 
 use crate::api::{BulkInsert, ResizeRequestState, Scope};
 use crate::discovery::find_reservation;
 use crate::errors::{error_class, scale_up_error};
 use crate::groups::{Atomic, Group};
-use crate::provider::{Inner, LOCATION_LABEL, MIG_LABEL, REQUEST_LABEL, provider_id};
-
-/// A GCE `requestId`: a UUID (the API requires that form), random per call.
-#[must_use]
-pub fn new_request_id() -> String {
-    uuid_from(&fastrand_u128())
-}
-
-fn fastrand_u128() -> u128 {
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let counter = u128::from(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    u128::from(fnv(&format!("{nanos}-{counter}-{}", std::process::id()))) << 64
-        | u128::from(fnv(&format!("{counter}-{nanos}")))
-}
-
-static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-fn uuid_from(value: &u128) -> String {
-    let hex = format!("{value:032x}");
-    format!(
-        "{}-{}-4{}-8{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[13..16],
-        &hex[17..20],
-        &hex[20..32]
-    )
-}
-
-/// FNV-1a, stable across restarts and builds (names derived from a request id must be).
-fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-/// A stable, label- and name-safe key of a request id (`r` + 12 hex digits).
-#[must_use]
-pub fn request_key(request_id: &str) -> String {
-    format!("r{:012x}", fnv(request_id) & 0xffff_ffff_ffff)
-}
-
-/// The `requestId` GCE gets for an atomic request: derived from ours, so a retried request is
-/// the same operation.
-fn gce_request_id(request_id: &str, step: &str) -> String {
-    let high = u128::from(fnv(&format!("{step}/{request_id}")));
-    let low = u128::from(fnv(&format!("{request_id}/{step}")));
-    uuid_from(&(high << 64 | low))
-}
-
-/// Names of the VMs of a bulkInsert: `<base>-<4 chars>`, like the MIG's own, derived from the
-/// request so a retry asks for the same VMs.
-#[must_use]
-pub fn instance_names(base: &str, request_id: &str, count: usize) -> Vec<String> {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::with_capacity(count);
-    let mut salt = 0u64;
-    while out.len() < count {
-        let mut h = fnv(&format!("{request_id}/{salt}"));
-        salt += 1;
-        let suffix: String = (0..4)
-            .map(|_| {
-                let c = ALPHABET[usize::try_from(h % 36).unwrap_or(0)];
-                h /= 36;
-                char::from(c)
-            })
-            .collect();
-        let name = format!("{base}-{suffix}");
-        if seen.insert(name.clone()) {
-            out.push(name);
-        }
-    }
-    out
-}
+use crate::names::gce_request_id;
+pub use crate::names::{instance_names, new_request_id, request_key};
+use crate::state::{Inner, LOCATION_LABEL, MIG_LABEL, REQUEST_LABEL, provider_id};
 
 fn out_of_capacity(code: &str, message: String) -> ProviderError {
     ProviderError::OutOfCapacity {
@@ -164,36 +92,34 @@ async fn check_reservation(
     Ok(count.min(free))
 }
 
+/// The GCE part of `AtomicIncreaseSize` (the contract is `dra_provider::skeleton::atomic`).
+pub(crate) struct Starts<'a>(pub(crate) &'a Arc<Inner>);
+
+#[tonic::async_trait]
+impl GangStarts for Starts<'_> {
+    type Book = Requests;
+
+    fn scaling(&self) -> &Mutex<Requests> {
+        &self.0.scaling
+    }
+
+    async fn start(
+        &self,
+        _book: &mut Requests,
+        request: &AtomicIncrease,
+    ) -> Result<Vec<String>, ProviderError> {
+        start(self.0, request).await
+    }
+}
+
 /// Starts the gang; see the module docs.
 ///
 /// # Errors
 /// [`ProviderError::OutOfCapacity`]/[`ProviderError::Quota`] when fewer than `minCount` could
 /// start (after rolling back what did), [`ProviderError::InvalidArgument`] for sizes the group
 /// cannot take, [`ProviderError::NotImplemented`] for groups configured without atomic starts.
-pub(crate) async fn atomic_increase(
-    inner: &Arc<Inner>,
-    request: &AtomicIncrease,
-) -> Result<Vec<String>, ProviderError> {
+async fn start(inner: &Arc<Inner>, request: &AtomicIncrease) -> Result<Vec<String>, ProviderError> {
     let id = &request.id;
-    if request.min_count < 1 || request.count < request.min_count {
-        return Err(ProviderError::InvalidArgument {
-            message: format!(
-                "node group {id:?}: need 1 <= minCount <= count, got minCount {} count {}",
-                request.min_count, request.count
-            ),
-        });
-    }
-    let _scaling = inner.scaling.lock().await;
-    if !request.request_id.is_empty()
-        && let Some(ids) = inner.requests.lock().await.get(&request.request_id)
-    {
-        tracing::info!(
-            group = id,
-            request = request.request_id,
-            "request already answered"
-        );
-        return Ok(ids.clone());
-    }
     inner.ensure_groups(true).await?;
     let group = inner.group(id).await?;
     if group.atomic == Atomic::None {
@@ -202,15 +128,7 @@ pub(crate) async fn atomic_increase(
         });
     }
     let (size, _) = inner.size(&group).await?;
-    let headroom = group.spec.max_size - size;
-    if headroom < request.min_count {
-        return Err(ProviderError::InvalidArgument {
-            message: format!(
-                "node group {id:?}: {} more machines would exceed maxSize {} (size {size})",
-                request.min_count, group.spec.max_size
-            ),
-        });
-    }
+    let headroom = sizes::headroom(id, size, group.spec.max_size, request.min_count)?;
     let mut count = request.count.min(headroom);
     if group.spec.capacity_type == CapacityType::Reserved {
         count = check_reservation(inner, &group, request.min_count, count).await?;
@@ -227,13 +145,6 @@ pub(crate) async fn atomic_increase(
         }
         Atomic::None => Vec::new(),
     };
-    if !request.request_id.is_empty() {
-        inner
-            .requests
-            .lock()
-            .await
-            .insert(request.request_id.clone(), ids.clone());
-    }
     Ok(ids)
 }
 
@@ -467,47 +378,21 @@ async fn watch(inner: Arc<Inner>, group: Group, name: String, ids: Vec<String>) 
             "resize request did not succeed"
         );
         let now = SystemTime::now();
-        let mut failed = inner.failed.lock().await;
-        let list = failed.entry(group.id.clone()).or_default();
-        for id in &ids {
-            list.push(InstanceDetails {
-                id: id.clone(),
-                node_name: String::new(),
-                state: InstanceState::Deleting,
-                error: Some(InstanceError {
-                    class: error_class(&code),
-                    code: code.clone(),
-                    message: format!("resize request {name}: {message}"),
-                }),
-                reservation_id: None,
-                requested_at: Some(now),
-            });
-        }
+        let failed = ids.iter().map(|id| InstanceDetails {
+            id: id.clone(),
+            node_name: String::new(),
+            state: InstanceState::Deleting,
+            error: Some(InstanceError {
+                class: error_class(&code),
+                code: code.clone(),
+                message: format!("resize request {name}: {message}"),
+            }),
+            reservation_id: None,
+            requested_at: Some(now),
+        });
+        inner.failed.add(&group.id, failed).await;
     }
     if let Some(list) = inner.watching.lock().await.get_mut(&group.id) {
         list.retain(|n| n != &name);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_and_keys_are_stable_per_request() {
-        let a = instance_names("gke-pool-abc", "req-1", 3);
-        assert_eq!(a, instance_names("gke-pool-abc", "req-1", 3));
-        assert_ne!(a, instance_names("gke-pool-abc", "req-2", 3));
-        assert_eq!(a.iter().collect::<BTreeSet<_>>().len(), 3);
-        assert!(
-            a.iter()
-                .all(|n| n.starts_with("gke-pool-abc-") && n.len() == "gke-pool-abc-".len() + 4)
-        );
-        assert_eq!(request_key("x"), request_key("x"));
-        assert_eq!(request_key("x").len(), 13);
-        let uuid = gce_request_id("x", "bulkInsert");
-        assert_eq!(uuid.len(), 36);
-        assert_eq!(uuid, gce_request_id("x", "bulkInsert"));
-        assert_ne!(new_request_id(), new_request_id());
     }
 }

@@ -8,10 +8,12 @@ use std::time::SystemTime;
 
 use dra_provider::ProviderError;
 
-use crate::api::{FutureReservationInfo, MigInfo, ReservationInfo, Scope};
-use crate::config::GroupConfig;
-use crate::groups::{self, GroupReservation, Parts, affinity_reservation, group_id};
-use crate::provider::{Groups, Inner};
+use crate::api::{FutureReservationInfo, Gce, MigInfo, ReservationInfo, Scope};
+use crate::config::{Config, GroupConfig};
+use crate::groups::{self, Group, GroupReservation, Parts, affinity_reservation, group_id};
+
+/// Groups as one read found them.
+type Groups = dra_provider::GroupCatalog<Group>;
 
 fn parse_time(text: Option<&str>) -> Option<SystemTime> {
     text.and_then(|t| t.parse::<jiff::Timestamp>().ok())
@@ -59,9 +61,7 @@ pub fn find_reservation(
 /// # Errors
 /// Errors of the calls every group needs (listing MIGs and reservations); per-group problems end
 /// up in [`Groups::bad`].
-pub(crate) async fn read_groups(inner: &Inner) -> Result<Groups, ProviderError> {
-    let config = &inner.config;
-    let gce = &inner.gce;
+pub(crate) async fn read_groups(gce: &Gce, config: &Config) -> Result<Groups, ProviderError> {
     let migs = gce.list_migs().await?;
     let mut bad = BTreeMap::new();
     let mut chosen: Vec<(MigInfo, Scope, GroupConfig)> = Vec::new();

@@ -3,7 +3,9 @@
 //!
 //! ```text
 //!  gRPC (externalgrpc + NodeGroupExtensions, dra_provider::serve)
-//!    └─► GceProvider (provider.rs)
+//!    └─► GceProvider (provider.rs) over dra_provider::skeleton
+//!          ├─ state.rs      what calls share: Compute client, groups, scaling lock; VM labels
+//!          ├─ names.rs      request ids (UUIDs), VM names and labels derived from a request
 //!          ├─ discovery.rs  MIGs listed in the config or found by name prefix (cluster-
 //!          │                autoscaler's `mig:namePrefix=…`), their instance templates,
 //!          │                machine types, reservations → groups.rs (NodeGroup spec per MIG)
@@ -25,9 +27,11 @@ mod discovery;
 pub mod errors;
 pub mod groups;
 pub mod kube_env;
+mod names;
 pub mod provider;
 #[cfg(feature = "stand-in")]
 pub mod stand_in;
+mod state;
 
 pub use api::{Connection, Gce};
 pub use config::{Config, ConfigError, GroupConfig};

@@ -2,49 +2,26 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use dra_api::NODE_GROUP_LABEL;
+use dra_provider::skeleton::{ServedGroup, atomic_increase, sizes};
 use dra_provider::{
-    AtomicIncrease, AutoscalingOptions, CloudProvider, GroupCatalog, Instance, InstanceDetails,
-    InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError,
-    ReservationStatus, TemplateNode, gpu, group_options,
+    AtomicIncrease, AutoscalingOptions, CloudProvider, Instance, InstanceDetails, InstanceError,
+    InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus,
+    TemplateNode, group_options,
 };
-use tokio::sync::Mutex;
 
-use crate::api::{Gce, ManagedInstanceInfo, TrackedInstance};
+use crate::api::{Gce, ManagedInstanceInfo};
+use crate::atomic::Starts;
 use crate::config::Config;
 use crate::errors::error_class;
 use crate::groups::Group;
+use crate::names::new_request_id;
+use crate::state::Inner;
+pub use crate::state::{LOCATION_LABEL, MIG_LABEL, REQUEST_LABEL, parse_provider_id, provider_id};
 
 /// The label cluster-autoscaler's GCE provider reports as its GPU label.
 pub const GPU_LABEL: &str = "cloud.google.com/gke-accelerator";
-/// VM label naming the MIG a VM started outside the MIG (bulkInsert) belongs to.
-pub const MIG_LABEL: &str = "dra-autoscaler-mig";
-/// VM label naming that MIG's zone or region.
-pub const LOCATION_LABEL: &str = "dra-autoscaler-location";
-/// VM label naming the atomic request that started it.
-pub const REQUEST_LABEL: &str = "dra-autoscaler-request";
-
-/// Groups as last read.
-pub(crate) type Groups = GroupCatalog<Group>;
-
-/// Shared state of the provider (also used by the resize-request watchers).
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub(crate) gce: Gce,
-    pub(crate) config: Config,
-    pub(crate) groups: Mutex<Groups>,
-    /// Answers to atomic requests by request id.
-    pub(crate) requests: Mutex<BTreeMap<String, Vec<String>>>,
-    /// Instances of failed scale-ups, reported with their error until the group is read anew
-    /// after `failed_ttl`.
-    pub(crate) failed: Mutex<BTreeMap<String, Vec<InstanceDetails>>>,
-    /// Resize requests being watched: group id → request names.
-    pub(crate) watching: Mutex<BTreeMap<String, Vec<String>>>,
-    /// One scale-up or scale-down at a time: sizes are read, checked and written together.
-    pub(crate) scaling: Mutex<()>,
-}
 
 /// The GCE provider.
 #[derive(Debug, Clone)]
@@ -52,34 +29,12 @@ pub struct GceProvider {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// `spec.providerID` of a GCE VM: `gce://<project>/<zone>/<name>`.
-#[must_use]
-pub fn provider_id(project: &str, zone: &str, name: &str) -> String {
-    format!("gce://{project}/{zone}/{name}")
-}
-
-/// (project, zone, name) of a providerID.
-#[must_use]
-pub fn parse_provider_id(id: &str) -> Option<(&str, &str, &str)> {
-    let rest = id.strip_prefix("gce://")?;
-    let mut parts = rest.splitn(3, '/');
-    Some((parts.next()?, parts.next()?, parts.next()?))
-}
-
 impl GceProvider {
     /// A provider over `gce` configured by `config`. Nothing is read until the first call.
     #[must_use]
     pub fn new(gce: Gce, config: Config) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                gce,
-                config,
-                groups: Mutex::new(Groups::default()),
-                requests: Mutex::new(BTreeMap::new()),
-                failed: Mutex::new(BTreeMap::new()),
-                watching: Mutex::new(BTreeMap::new()),
-                scaling: Mutex::new(()),
-            }),
+            inner: Arc::new(Inner::new(gce, config)),
         }
     }
 
@@ -88,8 +43,7 @@ impl GceProvider {
     /// # Errors
     /// Compute Engine errors while reading the groups.
     pub async fn unusable_groups(&self) -> Result<BTreeMap<String, String>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        Ok(self.inner.groups.lock().await.bad.clone())
+        Ok(self.inner.catalog(false).await?.bad.clone())
     }
 
     /// The `NodeGroup` specs of all usable groups by id (what `print-nodegroups` shows).
@@ -97,16 +51,7 @@ impl GceProvider {
     /// # Errors
     /// Compute Engine errors while reading the groups.
     pub async fn specs(&self) -> Result<BTreeMap<String, dra_api::NodeGroupSpec>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        Ok(self
-            .inner
-            .groups
-            .lock()
-            .await
-            .good
-            .iter()
-            .map(|(k, g)| (k.clone(), g.spec.clone()))
-            .collect())
+        Ok(self.inner.catalog(false).await?.specs())
     }
 
     /// Resize requests still being watched (queued), over all groups.
@@ -118,67 +63,6 @@ impl GceProvider {
             .values()
             .map(Vec::len)
             .sum()
-    }
-}
-
-impl Inner {
-    /// Reads groups again when forced or older than `refreshSeconds`.
-    pub(crate) async fn ensure_groups(&self, force: bool) -> Result<(), ProviderError> {
-        let mut groups = self.groups.lock().await;
-        if groups.is_fresh(Duration::from_secs(self.config.refresh_seconds)) && !force {
-            return Ok(());
-        }
-        *groups = crate::discovery::read_groups(self).await?;
-        for (name, reason) in &groups.bad {
-            tracing::warn!(group = name, reason, "managed instance group is not usable");
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn group(&self, id: &str) -> Result<Group, ProviderError> {
-        self.ensure_groups(false).await?;
-        self.groups.lock().await.get(id).cloned()
-    }
-
-    /// The VMs the provider started for `group` outside its MIG.
-    pub(crate) async fn tracked(
-        &self,
-        group: &Group,
-    ) -> Result<Vec<TrackedInstance>, ProviderError> {
-        let scope = group.scope.name().to_owned();
-        Ok(self
-            .gce
-            .labelled_instances(MIG_LABEL, &group.mig.name)
-            .await?
-            .into_iter()
-            .filter(|i| i.labels.get(LOCATION_LABEL) == Some(&scope))
-            .filter(|i| !matches!(i.status.as_str(), "TERMINATED" | "STOPPING" | "SUSPENDED"))
-            .collect())
-    }
-
-    /// Current size: the MIG's target plus the VMs started outside it.
-    pub(crate) async fn size(
-        &self,
-        group: &Group,
-    ) -> Result<(i32, Vec<TrackedInstance>), ProviderError> {
-        let mig = self.gce.get_mig(&group.scope, &group.mig.name).await?;
-        let tracked = self.tracked(group).await?;
-        Ok((
-            mig.target_size + i32::try_from(tracked.len()).unwrap_or(i32::MAX),
-            tracked,
-        ))
-    }
-}
-
-fn group_ref(group: &Group) -> NodeGroupRef {
-    NodeGroupRef {
-        id: group.id.clone(),
-        min_size: group.spec.min_size,
-        max_size: group.spec.max_size,
-        debug: format!(
-            "gce managed instance group {} ({}, {}, {})",
-            group.id, group.machine_type, group.spec.capacity_type, group.provisioning_model
-        ),
     }
 }
 
@@ -238,6 +122,38 @@ pub fn template_of(group: &Group) -> TemplateNode {
     }
 }
 
+impl ServedGroup for Group {
+    fn node_group_ref(&self) -> NodeGroupRef {
+        NodeGroupRef {
+            id: self.id.clone(),
+            min_size: self.spec.min_size,
+            max_size: self.spec.max_size,
+            debug: format!(
+                "gce managed instance group {} ({}, {}, {})",
+                self.id, self.machine_type, self.spec.capacity_type, self.provisioning_model
+            ),
+        }
+    }
+
+    fn spec(&self) -> &dra_api::NodeGroupSpec {
+        &self.spec
+    }
+
+    fn template(&self) -> TemplateNode {
+        template_of(self)
+    }
+
+    fn details(&self) -> NodeGroupDetails {
+        let reservation = self.reservation.as_ref().map(|r| ReservationStatus {
+            id: r.name.clone(),
+            total: i32::try_from(r.total).unwrap_or(i32::MAX),
+            in_use: i32::try_from(r.in_use).unwrap_or(i32::MAX),
+            end_time: r.end,
+        });
+        NodeGroupDetails::from_spec(self.id.clone(), &self.spec, template_of(self), reservation)
+    }
+}
+
 impl GceProvider {
     async fn details(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
         let inner = &self.inner;
@@ -273,14 +189,10 @@ impl GceProvider {
                     .map(std::time::SystemTime::from),
             });
         }
-        let failed = inner
+        let failed: Vec<InstanceDetails> = inner
             .failed
-            .lock()
+            .of(id)
             .await
-            .get(id)
-            .cloned()
-            .unwrap_or_default();
-        let failed: Vec<InstanceDetails> = failed
             .into_iter()
             .filter(|f| !out.iter().any(|o| o.id == f.id))
             .collect();
@@ -292,24 +204,14 @@ impl GceProvider {
 #[tonic::async_trait]
 impl CloudProvider for GceProvider {
     async fn node_groups(&self) -> Result<Vec<NodeGroupRef>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        Ok(self
-            .inner
-            .groups
-            .lock()
-            .await
-            .good
-            .values()
-            .map(group_ref)
-            .collect())
+        Ok(self.inner.catalog(false).await?.refs())
     }
 
     async fn node_group_for_node(
         &self,
         node: &NodeRef,
     ) -> Result<Option<NodeGroupRef>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        let groups = self.inner.groups.lock().await;
+        let groups = self.inner.catalog(false).await?;
         // The label holds the NodeGroup object's name: the id, or its `object_name`.
         if let Some(label) = node.labels.get(NODE_GROUP_LABEL)
             && let Some(g) = groups
@@ -317,7 +219,7 @@ impl CloudProvider for GceProvider {
                 .values()
                 .find(|g| &g.id == label || &crate::groups::object_name(&g.id) == label)
         {
-            return Ok(Some(group_ref(g)));
+            return Ok(Some(g.node_group_ref()));
         }
         // A MIG names its VMs `<baseInstanceName>-<suffix>`; so does bulkInsert here.
         let Some((_, zone, name)) = parse_provider_id(&node.provider_id) else {
@@ -332,28 +234,19 @@ impl CloudProvider for GceProvider {
                         .strip_prefix(g.mig.base_instance_name.as_str())
                         .is_some_and(|rest| rest.starts_with('-'))
             })
-            .map(group_ref))
+            .map(ServedGroup::node_group_ref))
     }
 
     /// The label cluster-autoscaler's own provider for this cloud reports, unless a group
     /// with DRA-only GPUs carries it (`dra_provider::gpu` says why).
     async fn gpu_label(&self) -> Result<String, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        let groups = self.inner.groups.lock().await;
-        Ok(gpu::gpu_label(
-            GPU_LABEL,
-            groups.good.values().map(|g| &g.spec.template),
-        ))
+        Ok(self.inner.catalog(false).await?.gpu_label(GPU_LABEL))
     }
 
     /// The values the groups' templates give the GPU label.
     async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
         let label = self.gpu_label().await?;
-        let groups = self.inner.groups.lock().await;
-        Ok(gpu::gpu_types(
-            &label,
-            groups.good.values().map(|g| &g.spec.template),
-        ))
+        Ok(self.inner.groups.current().await.gpu_types(&label))
     }
 
     async fn refresh(&self) -> Result<(), ProviderError> {
@@ -366,33 +259,16 @@ impl CloudProvider for GceProvider {
     }
 
     async fn increase_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
-        if delta <= 0 {
-            return Err(ProviderError::InvalidArgument {
-                message: format!("increase of node group {id:?} needs delta > 0, got {delta}"),
-            });
-        }
+        sizes::check_increase(id, delta)?;
         let _scaling = self.inner.scaling.lock().await;
         let group = self.inner.group(id).await?;
         let (size, tracked) = self.inner.size(&group).await?;
-        if size + delta > group.spec.max_size {
-            return Err(ProviderError::InvalidArgument {
-                message: format!(
-                    "node group {id:?}: size {} would exceed maxSize {}",
-                    size + delta,
-                    group.spec.max_size
-                ),
-            });
-        }
+        sizes::check_max_size(id, size + delta, group.spec.max_size)?;
         let target = size - i32::try_from(tracked.len()).unwrap_or(0) + delta;
         tracing::info!(group = id, target, "instanceGroupManagers.resize");
         self.inner
             .gce
-            .resize(
-                &group.scope,
-                &group.mig.name,
-                target,
-                &crate::atomic::new_request_id(),
-            )
+            .resize(&group.scope, &group.mig.name, target, &new_request_id())
             .await
     }
 
@@ -442,14 +318,12 @@ impl CloudProvider for GceProvider {
             );
         }
         let removed = i32::try_from(urls.len() + loose.len()).unwrap_or(i32::MAX);
-        if size - removed < group.spec.min_size {
-            return Err(ProviderError::InvalidArgument {
-                message: format!(
-                    "deleting {removed} nodes would take node group {id:?} below minSize {}",
-                    group.spec.min_size
-                ),
-            });
-        }
+        sizes::check_min_size(
+            id,
+            urls.len() + loose.len(),
+            size - removed,
+            group.spec.min_size,
+        )?;
         if !urls.is_empty() {
             tracing::info!(
                 group = id,
@@ -458,12 +332,7 @@ impl CloudProvider for GceProvider {
             );
             self.inner
                 .gce
-                .delete_managed(
-                    &group.scope,
-                    &group.mig.name,
-                    &urls,
-                    &crate::atomic::new_request_id(),
-                )
+                .delete_managed(&group.scope, &group.mig.name, &urls, &new_request_id())
                 .await?;
         }
         for (zone, name) in loose {
@@ -474,11 +343,7 @@ impl CloudProvider for GceProvider {
     }
 
     async fn decrease_target_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
-        if delta >= 0 {
-            return Err(ProviderError::InvalidArgument {
-                message: format!("decrease of node group {id:?} needs delta < 0, got {delta}"),
-            });
-        }
+        sizes::check_decrease(id, delta)?;
         let _scaling = self.inner.scaling.lock().await;
         let group = self.inner.group(id).await?;
         let mig = self
@@ -495,21 +360,10 @@ impl CloudProvider for GceProvider {
         let existing = i32::try_from(managed.iter().filter(|m| !m.status.is_empty()).count())
             .unwrap_or(i32::MAX);
         let target = mig.target_size + delta;
-        if target < existing {
-            return Err(ProviderError::InvalidArgument {
-                message: format!(
-                    "node group {id:?} has {existing} VMs; its target cannot go to {target}"
-                ),
-            });
-        }
+        sizes::check_started_kept(id, existing, "VMs", target)?;
         self.inner
             .gce
-            .resize(
-                &group.scope,
-                &group.mig.name,
-                target,
-                &crate::atomic::new_request_id(),
-            )
+            .resize(&group.scope, &group.mig.name, target, &new_request_id())
             .await
     }
 
@@ -523,7 +377,7 @@ impl CloudProvider for GceProvider {
     }
 
     async fn template_node(&self, id: &str) -> Result<TemplateNode, ProviderError> {
-        Ok(template_of(&self.inner.group(id).await?))
+        Ok(self.inner.group(id).await?.template())
     }
 
     /// From the group's `scaleDown` setting (`dra_provider::group_options`).
@@ -540,28 +394,14 @@ impl CloudProvider for GceProvider {
         &self,
         ids: &[String],
     ) -> Result<Vec<NodeGroupDetails>, ProviderError> {
-        self.inner.ensure_groups(false).await?;
-        let groups = self.inner.groups.lock().await;
-        let selected = groups.select(ids)?;
-        Ok(selected
-            .into_iter()
-            .map(|g| {
-                let reservation = g.reservation.as_ref().map(|r| ReservationStatus {
-                    id: r.name.clone(),
-                    total: i32::try_from(r.total).unwrap_or(i32::MAX),
-                    in_use: i32::try_from(r.in_use).unwrap_or(i32::MAX),
-                    end_time: r.end,
-                });
-                NodeGroupDetails::from_spec(g.id.clone(), &g.spec, template_of(g), reservation)
-            })
-            .collect())
+        self.inner.catalog(false).await?.details(ids)
     }
 
     async fn atomic_increase_size(
         &self,
         request: &AtomicIncrease,
     ) -> Result<Vec<String>, ProviderError> {
-        crate::atomic::atomic_increase(&self.inner, request).await
+        atomic_increase(&Starts(&self.inner), request).await
     }
 
     async fn instance_details(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {

@@ -20,6 +20,9 @@
 //! * What every provider binary shares: [`cli`] (the `serve` flags, serving until Ctrl-C,
 //!   `print-nodegroups`), [`config_file`] (reading its YAML) and [`groups`] (node groups as last
 //!   read, looked up by id).
+//! * [`skeleton`]: what every provider does the same way around its cloud calls: the
+//!   atomic-increase contract (bounds, scaling lock, request-id replay), the size rules, the
+//!   groups as last read and the failed machines.
 
 pub mod cli;
 pub mod client;
@@ -34,6 +37,7 @@ pub use dra_logging as logging;
 pub mod model;
 pub mod provider;
 pub mod server;
+pub mod skeleton;
 
 /// Generated protobuf messages and gRPC stubs.
 #[allow(missing_docs, clippy::all)]
