@@ -1,4 +1,4 @@
-//! [`AwsProvider`]: the [`CloudProvider`] of Auto Scaling groups.
+//! [`AwsProvider`]: Auto Scaling groups as a [`Cloud`], and so a `dra_provider::CloudProvider`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -6,18 +6,18 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use dra_api::NODE_GROUP_LABEL;
-use dra_provider::skeleton::{ServedGroup, atomic_increase, sizes};
+use dra_provider::skeleton::{Cloud, ServedGroup, atomic_increase, sizes};
 use dra_provider::{
-    AtomicIncrease, AutoscalingOptions, CloudProvider, Instance, InstanceDetails, InstanceState,
-    NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus, TemplateNode,
-    group_options,
+    AtomicIncrease, InstanceDetails, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef,
+    ProviderError, ReservationStatus, TemplateNode,
 };
+use tokio::sync::MutexGuard;
 
 use crate::aws::{Aws, instance_id, provider_id};
 use crate::config::Config;
 use crate::groups::Group;
 use crate::launch::Launches;
-use crate::state::{Inner, Pending};
+use crate::state::{Groups, Inner, Pending};
 
 /// The label cluster-autoscaler's AWS provider reports as its GPU label.
 pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
@@ -132,60 +132,17 @@ impl ServedGroup for Group {
     }
 }
 
-impl AwsProvider {
-    async fn details(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
-        let group = self.inner.group(id).await?;
-        let reservation = group.reservation.as_ref().map(|r| r.id.clone());
-        let mut out: Vec<InstanceDetails> = group
-            .asg
-            .instances
-            .iter()
-            .map(|i| InstanceDetails {
-                id: provider_id(&i.zone, &i.id),
-                node_name: String::new(),
-                state: lifecycle_state(&i.lifecycle),
-                error: None,
-                reservation_id: reservation.clone(),
-                requested_at: None,
-            })
-            .collect();
-        let pending = self.inner.pending_of(id).await;
-        out.extend(pending.iter().map(|p| InstanceDetails {
-            id: provider_id(&p.zone, &p.id),
-            node_name: String::new(),
-            state: InstanceState::Creating,
-            error: None,
-            reservation_id: reservation.clone(),
-            requested_at: Some(p.requested_at),
-        }));
-        // Desired but not (yet) started by the ASG: placeholders, as cluster-autoscaler shows
-        // them, so the controller can count and time them out.
-        let missing = usize::try_from(group.asg.desired)
-            .unwrap_or(0)
-            .saturating_sub(group.asg.instances.len());
-        out.extend((0..missing).map(|n| InstanceDetails {
-            id: placeholder_id(&group.asg.name, n),
-            node_name: String::new(),
-            state: InstanceState::Creating,
-            error: None,
-            reservation_id: None,
-            requested_at: None,
-        }));
-        out.extend(self.inner.failed.of(id).await);
-        Ok(out)
-    }
-}
-
 #[tonic::async_trait]
-impl CloudProvider for AwsProvider {
-    async fn node_groups(&self) -> Result<Vec<NodeGroupRef>, ProviderError> {
-        Ok(self.inner.catalog(false).await?.refs())
+impl Cloud for AwsProvider {
+    type Group = Group;
+
+    const GPU_LABEL: &'static str = GPU_LABEL;
+
+    async fn groups(&self, force: bool) -> Result<MutexGuard<'_, Groups>, ProviderError> {
+        self.inner.catalog(force).await
     }
 
-    async fn node_group_for_node(
-        &self,
-        node: &NodeRef,
-    ) -> Result<Option<NodeGroupRef>, ProviderError> {
+    async fn node_group_of(&self, node: &NodeRef) -> Result<Option<NodeGroupRef>, ProviderError> {
         self.inner.ensure_groups(false).await?;
         let id = instance_id(&node.provider_id).map(ToOwned::to_owned);
         let pending = self.inner.pending.lock().await.clone();
@@ -207,28 +164,12 @@ impl CloudProvider for AwsProvider {
             .map(ServedGroup::node_group_ref))
     }
 
-    /// The label cluster-autoscaler's own provider for this cloud reports, unless a group
-    /// with DRA-only GPUs carries it (`dra_provider::gpu` says why).
-    async fn gpu_label(&self) -> Result<String, ProviderError> {
-        Ok(self.inner.catalog(false).await?.gpu_label(GPU_LABEL))
-    }
-
-    /// The values the groups' templates give the GPU label.
-    async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
-        let label = self.gpu_label().await?;
-        Ok(self.inner.groups.current().await.gpu_types(&label))
-    }
-
-    async fn refresh(&self) -> Result<(), ProviderError> {
-        self.inner.ensure_groups(false).await
-    }
-
-    async fn target_size(&self, id: &str) -> Result<i32, ProviderError> {
+    async fn target(&self, id: &str) -> Result<i32, ProviderError> {
         let group = self.inner.group(id).await?;
         Ok(self.inner.target(&group).await)
     }
 
-    async fn increase_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
+    async fn increase(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
         sizes::check_increase(id, delta)?;
         let _scaling = self.inner.scaling.lock().await;
         self.inner.ensure_groups(true).await?;
@@ -248,7 +189,7 @@ impl CloudProvider for AwsProvider {
         Ok(())
     }
 
-    async fn delete_nodes(&self, id: &str, nodes: &[NodeRef]) -> Result<(), ProviderError> {
+    async fn remove_nodes(&self, id: &str, nodes: &[NodeRef]) -> Result<(), ProviderError> {
         let _scaling = self.inner.scaling.lock().await;
         self.inner.ensure_groups(true).await?;
         let group = self.inner.group(id).await?;
@@ -304,7 +245,7 @@ impl CloudProvider for AwsProvider {
         Ok(())
     }
 
-    async fn decrease_target_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
+    async fn decrease_target(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
         sizes::check_decrease(id, delta)?;
         let _scaling = self.inner.scaling.lock().await;
         self.inner.ensure_groups(true).await?;
@@ -317,45 +258,50 @@ impl CloudProvider for AwsProvider {
         Ok(())
     }
 
-    async fn nodes(&self, id: &str) -> Result<Vec<Instance>, ProviderError> {
-        Ok(self
-            .details(id)
-            .await?
-            .into_iter()
-            .map(Instance::from)
-            .collect())
-    }
-
-    async fn template_node(&self, id: &str) -> Result<TemplateNode, ProviderError> {
-        Ok(self.inner.group(id).await?.template())
-    }
-
-    /// From the group's `scaleDown` setting (`dra_provider::group_options`).
-    async fn options(
-        &self,
-        id: &str,
-        defaults: &AutoscalingOptions,
-    ) -> Result<Option<AutoscalingOptions>, ProviderError> {
-        let group = self.inner.group(id).await?;
-        group_options::options_for(id, &group.spec, defaults)
-    }
-
-    async fn node_group_details(
-        &self,
-        ids: &[String],
-    ) -> Result<Vec<NodeGroupDetails>, ProviderError> {
-        self.inner.catalog(false).await?.details(ids)
-    }
-
-    async fn atomic_increase_size(
-        &self,
-        request: &AtomicIncrease,
-    ) -> Result<Vec<String>, ProviderError> {
+    async fn start_gang(&self, request: &AtomicIncrease) -> Result<Vec<String>, ProviderError> {
         atomic_increase(&Launches(&self.inner), request).await
     }
 
-    async fn instance_details(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
-        self.details(id).await
+    async fn instances(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
+        let group = self.inner.group(id).await?;
+        let reservation = group.reservation.as_ref().map(|r| r.id.clone());
+        let mut out: Vec<InstanceDetails> = group
+            .asg
+            .instances
+            .iter()
+            .map(|i| InstanceDetails {
+                id: provider_id(&i.zone, &i.id),
+                node_name: String::new(),
+                state: lifecycle_state(&i.lifecycle),
+                error: None,
+                reservation_id: reservation.clone(),
+                requested_at: None,
+            })
+            .collect();
+        let pending = self.inner.pending_of(id).await;
+        out.extend(pending.iter().map(|p| InstanceDetails {
+            id: provider_id(&p.zone, &p.id),
+            node_name: String::new(),
+            state: InstanceState::Creating,
+            error: None,
+            reservation_id: reservation.clone(),
+            requested_at: Some(p.requested_at),
+        }));
+        // Desired but not (yet) started by the ASG: placeholders, as cluster-autoscaler shows
+        // them, so the controller can count and time them out.
+        let missing = usize::try_from(group.asg.desired)
+            .unwrap_or(0)
+            .saturating_sub(group.asg.instances.len());
+        out.extend((0..missing).map(|n| InstanceDetails {
+            id: placeholder_id(&group.asg.name, n),
+            node_name: String::new(),
+            state: InstanceState::Creating,
+            error: None,
+            reservation_id: None,
+            requested_at: None,
+        }));
+        out.extend(self.inner.failed.of(id).await);
+        Ok(out)
     }
 }
 

@@ -1,15 +1,15 @@
-//! [`GceProvider`]: the [`CloudProvider`] of managed instance groups.
+//! [`GceProvider`]: managed instance groups as a [`Cloud`], and so a `dra_provider::CloudProvider`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use dra_api::NODE_GROUP_LABEL;
-use dra_provider::skeleton::{ServedGroup, atomic_increase, sizes};
+use dra_provider::skeleton::{Cloud, ServedGroup, atomic_increase, sizes};
 use dra_provider::{
-    AtomicIncrease, AutoscalingOptions, CloudProvider, Instance, InstanceDetails, InstanceError,
-    InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef, ProviderError, ReservationStatus,
-    TemplateNode, group_options,
+    AtomicIncrease, InstanceDetails, InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef,
+    NodeRef, ProviderError, ReservationStatus, TemplateNode,
 };
+use tokio::sync::MutexGuard;
 
 use crate::api::{Gce, ManagedInstanceInfo};
 use crate::atomic::Starts;
@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::errors::error_class;
 use crate::groups::Group;
 use crate::names::new_request_id;
-use crate::state::Inner;
+use crate::state::{Groups, Inner};
 pub use crate::state::{LOCATION_LABEL, MIG_LABEL, REQUEST_LABEL, parse_provider_id, provider_id};
 
 /// The label cluster-autoscaler's GCE provider reports as its GPU label.
@@ -154,63 +154,17 @@ impl ServedGroup for Group {
     }
 }
 
-impl GceProvider {
-    async fn details(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
-        let inner = &self.inner;
-        let group = inner.group(id).await?;
-        let project = &inner.gce.project;
-        let reservation = group.reservation.as_ref().map(|r| r.name.clone());
-        let managed = inner
-            .gce
-            .managed_instances(&group.scope, &group.mig.name)
-            .await?;
-        let mut out: Vec<InstanceDetails> = managed
-            .iter()
-            .map(|m| InstanceDetails {
-                id: provider_id(project, &m.zone, &m.name),
-                node_name: m.name.clone(),
-                state: managed_state(m),
-                error: managed_error(m),
-                reservation_id: reservation.clone(),
-                requested_at: None,
-            })
-            .collect();
-        for t in inner.tracked(&group).await? {
-            out.push(InstanceDetails {
-                id: provider_id(project, &t.zone, &t.name),
-                node_name: t.name.clone(),
-                state: vm_state(&t.status),
-                error: None,
-                reservation_id: reservation.clone(),
-                requested_at: t
-                    .created
-                    .as_deref()
-                    .and_then(|c| c.parse::<jiff::Timestamp>().ok())
-                    .map(std::time::SystemTime::from),
-            });
-        }
-        let failed: Vec<InstanceDetails> = inner
-            .failed
-            .of(id)
-            .await
-            .into_iter()
-            .filter(|f| !out.iter().any(|o| o.id == f.id))
-            .collect();
-        out.extend(failed);
-        Ok(out)
-    }
-}
-
 #[tonic::async_trait]
-impl CloudProvider for GceProvider {
-    async fn node_groups(&self) -> Result<Vec<NodeGroupRef>, ProviderError> {
-        Ok(self.inner.catalog(false).await?.refs())
+impl Cloud for GceProvider {
+    type Group = Group;
+
+    const GPU_LABEL: &'static str = GPU_LABEL;
+
+    async fn groups(&self, force: bool) -> Result<MutexGuard<'_, Groups>, ProviderError> {
+        self.inner.catalog(force).await
     }
 
-    async fn node_group_for_node(
-        &self,
-        node: &NodeRef,
-    ) -> Result<Option<NodeGroupRef>, ProviderError> {
+    async fn node_group_of(&self, node: &NodeRef) -> Result<Option<NodeGroupRef>, ProviderError> {
         let groups = self.inner.catalog(false).await?;
         // The label holds the NodeGroup object's name: the id, or its `object_name`.
         if let Some(label) = node.labels.get(NODE_GROUP_LABEL)
@@ -237,28 +191,12 @@ impl CloudProvider for GceProvider {
             .map(ServedGroup::node_group_ref))
     }
 
-    /// The label cluster-autoscaler's own provider for this cloud reports, unless a group
-    /// with DRA-only GPUs carries it (`dra_provider::gpu` says why).
-    async fn gpu_label(&self) -> Result<String, ProviderError> {
-        Ok(self.inner.catalog(false).await?.gpu_label(GPU_LABEL))
-    }
-
-    /// The values the groups' templates give the GPU label.
-    async fn available_gpu_types(&self) -> Result<Vec<String>, ProviderError> {
-        let label = self.gpu_label().await?;
-        Ok(self.inner.groups.current().await.gpu_types(&label))
-    }
-
-    async fn refresh(&self) -> Result<(), ProviderError> {
-        self.inner.ensure_groups(false).await
-    }
-
-    async fn target_size(&self, id: &str) -> Result<i32, ProviderError> {
+    async fn target(&self, id: &str) -> Result<i32, ProviderError> {
         let group = self.inner.group(id).await?;
         Ok(self.inner.size(&group).await?.0)
     }
 
-    async fn increase_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
+    async fn increase(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
         sizes::check_increase(id, delta)?;
         let _scaling = self.inner.scaling.lock().await;
         let group = self.inner.group(id).await?;
@@ -272,7 +210,7 @@ impl CloudProvider for GceProvider {
             .await
     }
 
-    async fn delete_nodes(&self, id: &str, nodes: &[NodeRef]) -> Result<(), ProviderError> {
+    async fn remove_nodes(&self, id: &str, nodes: &[NodeRef]) -> Result<(), ProviderError> {
         let _scaling = self.inner.scaling.lock().await;
         let group = self.inner.group(id).await?;
         let (size, tracked) = self.inner.size(&group).await?;
@@ -342,7 +280,7 @@ impl CloudProvider for GceProvider {
         Ok(())
     }
 
-    async fn decrease_target_size(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
+    async fn decrease_target(&self, id: &str, delta: i32) -> Result<(), ProviderError> {
         sizes::check_decrease(id, delta)?;
         let _scaling = self.inner.scaling.lock().await;
         let group = self.inner.group(id).await?;
@@ -367,44 +305,52 @@ impl CloudProvider for GceProvider {
             .await
     }
 
-    async fn nodes(&self, id: &str) -> Result<Vec<Instance>, ProviderError> {
-        Ok(self
-            .details(id)
-            .await?
-            .into_iter()
-            .map(Instance::from)
-            .collect())
-    }
-
-    async fn template_node(&self, id: &str) -> Result<TemplateNode, ProviderError> {
-        Ok(self.inner.group(id).await?.template())
-    }
-
-    /// From the group's `scaleDown` setting (`dra_provider::group_options`).
-    async fn options(
-        &self,
-        id: &str,
-        defaults: &AutoscalingOptions,
-    ) -> Result<Option<AutoscalingOptions>, ProviderError> {
-        let group = self.inner.group(id).await?;
-        group_options::options_for(id, &group.spec, defaults)
-    }
-
-    async fn node_group_details(
-        &self,
-        ids: &[String],
-    ) -> Result<Vec<NodeGroupDetails>, ProviderError> {
-        self.inner.catalog(false).await?.details(ids)
-    }
-
-    async fn atomic_increase_size(
-        &self,
-        request: &AtomicIncrease,
-    ) -> Result<Vec<String>, ProviderError> {
+    async fn start_gang(&self, request: &AtomicIncrease) -> Result<Vec<String>, ProviderError> {
         atomic_increase(&Starts(&self.inner), request).await
     }
 
-    async fn instance_details(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
-        self.details(id).await
+    async fn instances(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {
+        let inner = &self.inner;
+        let group = inner.group(id).await?;
+        let project = &inner.gce.project;
+        let reservation = group.reservation.as_ref().map(|r| r.name.clone());
+        let managed = inner
+            .gce
+            .managed_instances(&group.scope, &group.mig.name)
+            .await?;
+        let mut out: Vec<InstanceDetails> = managed
+            .iter()
+            .map(|m| InstanceDetails {
+                id: provider_id(project, &m.zone, &m.name),
+                node_name: m.name.clone(),
+                state: managed_state(m),
+                error: managed_error(m),
+                reservation_id: reservation.clone(),
+                requested_at: None,
+            })
+            .collect();
+        for t in inner.tracked(&group).await? {
+            out.push(InstanceDetails {
+                id: provider_id(project, &t.zone, &t.name),
+                node_name: t.name.clone(),
+                state: vm_state(&t.status),
+                error: None,
+                reservation_id: reservation.clone(),
+                requested_at: t
+                    .created
+                    .as_deref()
+                    .and_then(|c| c.parse::<jiff::Timestamp>().ok())
+                    .map(std::time::SystemTime::from),
+            });
+        }
+        let failed: Vec<InstanceDetails> = inner
+            .failed
+            .of(id)
+            .await
+            .into_iter()
+            .filter(|f| !out.iter().any(|o| o.id == f.id))
+            .collect();
+        out.extend(failed);
+        Ok(out)
     }
 }

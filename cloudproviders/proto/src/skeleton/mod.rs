@@ -11,15 +11,18 @@
 //! ```
 //!
 //! A provider keeps its cloud calls (reading groups, starting and deleting machines) and plugs
-//! them in: [`GangStarts`] for the atomic start, a read function for [`GroupCache`]. The
+//! them in: [`Cloud`] (which makes it a [`crate::CloudProvider`]), [`GangStarts`] for the
+//! atomic start, a read function for [`GroupCache`]. The
 //! error texts are the providers' answers, so every provider answers a size it cannot take the
 //! same way.
 
 pub mod atomic;
+pub mod cloud;
 pub mod served;
 pub mod sizes;
 pub mod state;
 
 pub use atomic::{GangStarts, RequestBook, Requests, atomic_increase};
+pub use cloud::Cloud;
 pub use served::ServedGroup;
 pub use state::{Failures, GroupCache};
