@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use dra_api::CapacityType;
-use dra_provider::skeleton::{GangStarts, Requests, sizes};
+use dra_provider::skeleton::sizes;
 use dra_provider::{AtomicIncrease, ProviderError};
-use tokio::sync::Mutex;
 
 use crate::aws::provider_id;
 use crate::errors::{AwsErrorKind, classify, launch_error};
@@ -78,33 +77,13 @@ fn usable_subnets(
     Ok(subnets)
 }
 
-/// The AWS part of `AtomicIncreaseSize` (the contract is `dra_provider::skeleton::atomic`).
-pub(crate) struct Launches<'a>(pub(crate) &'a Arc<Inner>);
-
-#[tonic::async_trait]
-impl GangStarts for Launches<'_> {
-    type Book = Requests;
-
-    fn scaling(&self) -> &Mutex<Requests> {
-        &self.0.scaling
-    }
-
-    async fn start(
-        &self,
-        _book: &mut Requests,
-        request: &AtomicIncrease,
-    ) -> Result<Vec<String>, ProviderError> {
-        launch(self.0, request).await
-    }
-}
-
 /// Starts the gang; see the module docs.
 ///
 /// # Errors
 /// [`ProviderError::OutOfCapacity`]/[`ProviderError::Quota`] when fewer than `minCount` could
 /// start (after rolling back what did), [`ProviderError::InvalidArgument`] for sizes the group
 /// cannot take, AWS errors otherwise.
-async fn launch(
+pub(crate) async fn launch(
     inner: &Arc<Inner>,
     request: &AtomicIncrease,
 ) -> Result<Vec<String>, ProviderError> {

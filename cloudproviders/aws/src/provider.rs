@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use dra_api::NODE_GROUP_LABEL;
-use dra_provider::skeleton::{Cloud, ServedGroup, atomic_increase, sizes};
+use dra_provider::skeleton::{Cloud, ServedGroup, atomic_increase_with, sizes};
 use dra_provider::{
     AtomicIncrease, InstanceDetails, InstanceState, NodeGroupDetails, NodeGroupRef, NodeRef,
     ProviderError, ReservationStatus, TemplateNode,
@@ -16,7 +16,7 @@ use tokio::sync::MutexGuard;
 use crate::aws::{Aws, instance_id, provider_id};
 use crate::config::Config;
 use crate::groups::Group;
-use crate::launch::Launches;
+use crate::launch;
 use crate::state::{Groups, Inner, Pending};
 
 /// The label cluster-autoscaler's AWS provider reports as its GPU label.
@@ -259,7 +259,11 @@ impl Cloud for AwsProvider {
     }
 
     async fn start_gang(&self, request: &AtomicIncrease) -> Result<Vec<String>, ProviderError> {
-        atomic_increase(&Launches(&self.inner), request).await
+        let inner = &self.inner;
+        atomic_increase_with(&inner.scaling, request, move || {
+            launch::launch(inner, request)
+        })
+        .await
     }
 
     async fn instances(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {

@@ -18,9 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use dra_api::CapacityType;
-use dra_provider::skeleton::{GangStarts, Requests, sizes};
+use dra_provider::skeleton::sizes;
 use dra_provider::{AtomicIncrease, InstanceDetails, InstanceError, InstanceState, ProviderError};
-use tokio::sync::Mutex;
 
 use crate::api::{BulkInsert, ResizeRequestState, Scope};
 use crate::discovery::find_reservation;
@@ -92,33 +91,16 @@ async fn check_reservation(
     Ok(count.min(free))
 }
 
-/// The GCE part of `AtomicIncreaseSize` (the contract is `dra_provider::skeleton::atomic`).
-pub(crate) struct Starts<'a>(pub(crate) &'a Arc<Inner>);
-
-#[tonic::async_trait]
-impl GangStarts for Starts<'_> {
-    type Book = Requests;
-
-    fn scaling(&self) -> &Mutex<Requests> {
-        &self.0.scaling
-    }
-
-    async fn start(
-        &self,
-        _book: &mut Requests,
-        request: &AtomicIncrease,
-    ) -> Result<Vec<String>, ProviderError> {
-        start(self.0, request).await
-    }
-}
-
 /// Starts the gang; see the module docs.
 ///
 /// # Errors
 /// [`ProviderError::OutOfCapacity`]/[`ProviderError::Quota`] when fewer than `minCount` could
 /// start (after rolling back what did), [`ProviderError::InvalidArgument`] for sizes the group
 /// cannot take, [`ProviderError::NotImplemented`] for groups configured without atomic starts.
-async fn start(inner: &Arc<Inner>, request: &AtomicIncrease) -> Result<Vec<String>, ProviderError> {
+pub(crate) async fn start(
+    inner: &Arc<Inner>,
+    request: &AtomicIncrease,
+) -> Result<Vec<String>, ProviderError> {
     let id = &request.id;
     inner.ensure_groups(true).await?;
     let group = inner.group(id).await?;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use dra_api::NODE_GROUP_LABEL;
-use dra_provider::skeleton::{Cloud, ServedGroup, atomic_increase, sizes};
+use dra_provider::skeleton::{Cloud, ServedGroup, atomic_increase_with, sizes};
 use dra_provider::{
     AtomicIncrease, InstanceDetails, InstanceError, InstanceState, NodeGroupDetails, NodeGroupRef,
     NodeRef, ProviderError, ReservationStatus, TemplateNode,
@@ -12,7 +12,6 @@ use dra_provider::{
 use tokio::sync::MutexGuard;
 
 use crate::api::{Gce, ManagedInstanceInfo};
-use crate::atomic::Starts;
 use crate::config::Config;
 use crate::errors::error_class;
 use crate::groups::Group;
@@ -306,7 +305,11 @@ impl Cloud for GceProvider {
     }
 
     async fn start_gang(&self, request: &AtomicIncrease) -> Result<Vec<String>, ProviderError> {
-        atomic_increase(&Starts(&self.inner), request).await
+        let inner = &self.inner;
+        atomic_increase_with(&inner.scaling, request, move || {
+            crate::atomic::start(inner, request)
+        })
+        .await
     }
 
     async fn instances(&self, id: &str) -> Result<Vec<InstanceDetails>, ProviderError> {

@@ -7,6 +7,7 @@
 //! machines together or none, and roll back a partial start before returning its error.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 
 use tokio::sync::Mutex;
 
@@ -103,6 +104,65 @@ pub async fn atomic_increase<C: GangStarts + ?Sized>(
         cloud.keep(&book)?;
     }
     Ok(ids)
+}
+
+/// [`atomic_increase`] for a cloud that keeps its answers in memory ([`Requests`] behind
+/// `scaling`) and starts a gang with one call that needs nothing the lock guards.
+///
+/// # Errors
+/// Those of [`atomic_increase`] and of `start`.
+pub async fn atomic_increase_with<F, Fut>(
+    scaling: &Mutex<Requests>,
+    request: &AtomicIncrease,
+    start: F,
+) -> Result<Vec<String>, ProviderError>
+where
+    F: FnOnce() -> Fut + Send,
+    Fut: Future<Output = Result<Vec<String>, ProviderError>> + Send,
+{
+    /// The one start of this call, as a [`GangStarts`].
+    struct Once<'a, F> {
+        scaling: &'a Mutex<Requests>,
+        start: std::sync::Mutex<Option<F>>,
+    }
+
+    #[tonic::async_trait]
+    impl<F, Fut> GangStarts for Once<'_, F>
+    where
+        F: FnOnce() -> Fut + Send,
+        Fut: Future<Output = Result<Vec<String>, ProviderError>> + Send,
+    {
+        type Book = Requests;
+
+        fn scaling(&self) -> &Mutex<Requests> {
+            self.scaling
+        }
+
+        async fn start(
+            &self,
+            _book: &mut Requests,
+            _request: &AtomicIncrease,
+        ) -> Result<Vec<String>, ProviderError> {
+            let start = self
+                .start
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            match start {
+                Some(start) => start().await,
+                // `atomic_increase` starts once per call.
+                None => Err(ProviderError::Internal {
+                    message: "a gang was started twice in one call".to_owned(),
+                }),
+            }
+        }
+    }
+
+    let once = Once {
+        scaling,
+        start: std::sync::Mutex::new(Some(start)),
+    };
+    atomic_increase(&once, request).await
 }
 
 #[cfg(test)]
@@ -238,5 +298,21 @@ mod tests {
                 .any(|a| matches!(a, Err(ProviderError::InvalidArgument { .. })))
         );
         assert_eq!(cloud.size.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn the_closure_form_replays_and_starts_at_most_once() {
+        let scaling = Mutex::new(Requests::default());
+        let starts = AtomicI32::new(0);
+        let counted = &starts;
+        let start = move || async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok(vec!["m0".to_owned()])
+        };
+        let first = atomic_increase_with(&scaling, &request(1, 1, "r-1"), start).await;
+        let again = atomic_increase_with(&scaling, &request(1, 1, "r-1"), start).await;
+        assert_eq!(first, Ok(vec!["m0".to_owned()]));
+        assert_eq!(again, first);
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
     }
 }

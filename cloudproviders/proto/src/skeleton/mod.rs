@@ -22,7 +22,7 @@ pub mod served;
 pub mod sizes;
 pub mod state;
 
-pub use atomic::{GangStarts, RequestBook, Requests, atomic_increase};
+pub use atomic::{GangStarts, RequestBook, Requests, atomic_increase, atomic_increase_with};
 pub use cloud::Cloud;
 pub use served::ServedGroup;
 pub use state::{Failures, GroupCache};

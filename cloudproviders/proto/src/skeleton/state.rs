@@ -119,39 +119,21 @@ mod tests {
         ))
     }
 
+    /// What group "a" holds after `ensure(force)`: the number of the read that found it.
+    async fn read_number(cache: &GroupCache<u32>, force: bool, reads: &AtomicU32) -> u32 {
+        let groups = cache.ensure(force, || read(reads)).await.expect("a read");
+        *groups.get("a").expect("group a")
+    }
+
     #[tokio::test]
     async fn groups_are_read_once_until_forced_or_invalidated() {
         let cache = GroupCache::new(Duration::from_secs(60), "test group");
         let reads = AtomicU32::new(0);
-        assert_eq!(
-            cache
-                .ensure(false, || read(&reads))
-                .await
-                .map(|g| g.get("a").copied()),
-            Ok(Ok(1))
-        );
-        assert_eq!(
-            cache
-                .ensure(false, || read(&reads))
-                .await
-                .map(|g| g.get("a").copied()),
-            Ok(Ok(1))
-        );
-        assert_eq!(
-            cache
-                .ensure(true, || read(&reads))
-                .await
-                .map(|g| g.get("a").copied()),
-            Ok(Ok(2))
-        );
+        assert_eq!(read_number(&cache, false, &reads).await, 1);
+        assert_eq!(read_number(&cache, false, &reads).await, 1);
+        assert_eq!(read_number(&cache, true, &reads).await, 2);
         cache.invalidate().await;
-        assert_eq!(
-            cache
-                .ensure(false, || read(&reads))
-                .await
-                .map(|g| g.get("a").copied()),
-            Ok(Ok(3))
-        );
+        assert_eq!(read_number(&cache, false, &reads).await, 3);
         assert_eq!(reads.load(Ordering::SeqCst), 3);
     }
 
