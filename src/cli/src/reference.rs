@@ -27,7 +27,7 @@ const GENERATED: &str = "<!-- Generated from the code by src/cli/src/reference.r
 /// Every generated page of this build.
 #[must_use]
 pub fn pages() -> Vec<Page> {
-    let mut pages = vec![
+    let pages = vec![
         Page {
             path: "docs/reference/cli.md",
             text: cli_page(),
@@ -38,10 +38,14 @@ pub fn pages() -> Vec<Page> {
         },
     ];
     #[cfg(feature = "controller")]
-    pages.push(Page {
-        path: "docs/reference/metrics.md",
-        text: metrics_page(),
-    });
+    let pages = {
+        let mut pages = pages;
+        pages.push(Page {
+            path: "docs/reference/metrics.md",
+            text: metrics_page(),
+        });
+        pages
+    };
     pages
 }
 
