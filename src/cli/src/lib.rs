@@ -2,6 +2,7 @@
 //! planner (`dra-sim`, `dra-plan`) and the controller (`dra-controller`).
 
 pub mod input;
+pub mod reference;
 pub mod simulate_cmd;
 
 use std::io::Write;
