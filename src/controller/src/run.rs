@@ -372,7 +372,15 @@ pub async fn run_with_clients(
         if !stores.is_ready() {
             continue;
         }
+        let loop_started = std::time::Instant::now();
         let summary = autoscaler.run_once(&stores.inputs(), now).await;
+        // Per loop, for the controller benchmark and for operators timing loops without
+        // a metrics scraper (the histogram has the same figure in buckets).
+        tracing::debug!(
+            seconds = loop_started.elapsed().as_secs_f64(),
+            planned_for = summary.planned_for,
+            "loop finished"
+        );
         health.beat(Timestamp::now());
         next_wait = if summary.retry_soon {
             retry_wait(scan)

@@ -320,12 +320,33 @@ fn serves_workload_v1alpha1(optional: &OptionalApis) -> bool {
     })
 }
 
+/// Drops what nothing reads of an object of any kind before it is cached: its managed
+/// fields, large and never read.
+fn trim_meta<K: Resource>(object: &mut K) {
+    object.managed_fields_mut().clear();
+}
+
+/// Of an untyped pod, keeps only the metadata and `spec.workloadRef`: the typed pod store
+/// has the rest, and this store exists only for that field ([`workload_refs`]).
+fn keep_workload_ref(pod: &mut DynamicObject) {
+    trim_meta(pod);
+    let reference = pod
+        .data
+        .pointer_mut("/spec/workloadRef")
+        .map(serde_json::Value::take);
+    pod.data = match reference {
+        Some(reference) => serde_json::json!({ "spec": { "workloadRef": reference } }),
+        None => serde_json::Value::Object(serde_json::Map::new()),
+    };
+}
+
 fn spawn_reflector<K>(
     kind: String,
     api: Api<K>,
     config: watcher::Config,
     writer: Writer<K>,
     tasks: &mut Vec<JoinHandle<()>>,
+    trim: fn(&mut K),
     on_object: impl Fn(&K) + Send + 'static,
 ) where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
@@ -334,8 +355,10 @@ fn spawn_reflector<K>(
     tasks.push(tokio::spawn(async move {
         let stream = watcher(api, config)
             .default_backoff()
-            // Managed fields are large and never read: drop them before caching.
-            .modify(|o| o.managed_fields_mut().clear())
+            // The stores hold every object of the cluster: keep only what is read
+            // (see `dra_sim::trim`), so their memory follows the cluster's size and not
+            // what kubelets and controllers write for people.
+            .modify(trim)
             .reflect(writer)
             .touched_objects();
         futures::pin_mut!(stream);
@@ -359,6 +382,24 @@ where
         + Sync
         + 'static,
 {
+    typed_trimmed(client, tasks, config, trim_meta::<K>)
+}
+
+fn typed_trimmed<K>(
+    client: &Client,
+    tasks: &mut Vec<JoinHandle<()>>,
+    config: watcher::Config,
+    trim: fn(&mut K),
+) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let (reader, writer) = reflector::store();
     spawn_reflector(
         K::kind(&()).into_owned(),
@@ -366,6 +407,7 @@ where
         config,
         writer,
         tasks,
+        trim,
         |_| {},
     );
     reader
@@ -384,6 +426,7 @@ fn untyped(
         watcher::Config::default(),
         writer,
         tasks,
+        trim_meta,
         |_| {},
     );
     reader
@@ -413,6 +456,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
             pod_config.clone(),
             writer,
             &mut tasks,
+            keep_workload_ref,
             |_| {},
         );
         reader
@@ -423,6 +467,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         pod_config,
         pod_writer,
         &mut tasks,
+        dra_sim::trim::pod,
         move |pod: &Pod| {
             if is_pending(pod) && is_unschedulable(pod) {
                 pod_trigger.notify_one();
@@ -447,7 +492,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         .collect();
 
     let stores = Stores {
-        nodes: typed(client, &mut tasks, all()),
+        nodes: typed_trimmed(client, &mut tasks, all(), dra_sim::trim::node),
         pods,
         namespaces: typed(client, &mut tasks, all()),
         device_classes: typed(client, &mut tasks, all()),
@@ -558,6 +603,33 @@ mod tests {
             refs[&("ml".to_string(), "w-0".to_string())]["podGroup"],
             "workers"
         );
+    }
+
+    #[test]
+    fn untyped_pods_keep_only_their_workload_ref() {
+        let mut linked = DynamicObject::new("w-0", &ApiResource::erase::<Pod>(&())).within("ml");
+        linked.data = serde_json::json!({
+            "spec": {
+                "workloadRef": {"name": "trainer", "podGroup": "workers"},
+                "containers": [{"name": "main", "image": "trainer:1"}],
+            },
+            "status": {"phase": "Pending"},
+        });
+        keep_workload_ref(&mut linked);
+        assert_eq!(
+            linked.data,
+            serde_json::json!({"spec": {"workloadRef": {"name": "trainer", "podGroup": "workers"}}})
+        );
+        let refs = workload_refs(&[Arc::new(linked)]);
+        assert_eq!(
+            refs[&("ml".to_string(), "w-0".to_string())]["name"],
+            "trainer"
+        );
+
+        let mut solo = DynamicObject::new("solo", &ApiResource::erase::<Pod>(&())).within("ml");
+        solo.data = serde_json::json!({"spec": {"containers": []}});
+        keep_workload_ref(&mut solo);
+        assert!(workload_refs(&[Arc::new(solo)]).is_empty());
     }
 
     #[test]
