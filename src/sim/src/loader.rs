@@ -13,6 +13,8 @@ use serde_json::Value;
 use crate::defaults;
 use crate::objects::{ClusterObjects, ExtraObject, ObjectRef, Origin};
 
+mod direct;
+mod scan;
 mod stream;
 
 /// A document that could not be turned into an object, with everything needed
@@ -261,15 +263,26 @@ impl Loader {
     /// for validation to refuse.
     fn seen_before(&mut self, group: &str, kind: &str, value: &Value) -> Option<String> {
         let name = value.pointer("/metadata/name").and_then(Value::as_str)?;
-        let namespace = value
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .filter(|ns| !ns.is_empty())
-            .unwrap_or(if NAMESPACED_KINDS.contains(&kind) {
-                "default"
-            } else {
-                ""
-            });
+        let namespace = value.pointer("/metadata/namespace").and_then(Value::as_str);
+        self.seen_name(group, kind, namespace, name)
+    }
+
+    /// [`Self::seen_before`] of an object named `name` in `namespace` as written.
+    fn seen_name(
+        &mut self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<String> {
+        let namespace =
+            namespace
+                .filter(|ns| !ns.is_empty())
+                .unwrap_or(if NAMESPACED_KINDS.contains(&kind) {
+                    "default"
+                } else {
+                    ""
+                });
         let fresh = self.seen.insert((
             group.to_string(),
             kind.to_string(),
