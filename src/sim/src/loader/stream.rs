@@ -2,8 +2,9 @@
 //!
 //! `kubectl get -A -o json` of a large cluster is one document of hundreds of megabytes.
 //! Parsed whole into a [`Value`] it takes several times its own size before the first
-//! object is typed; read here, only one item is a [`Value`] at a time, and each becomes
-//! its typed object before the next is parsed. The result is the one of parsing the whole
+//! object is typed; read here, each item becomes its typed object before the next is
+//! parsed, straight from its text when it can ([`super::direct`]), else through a
+//! [`Value`] of that item alone. The result is the one of parsing the whole
 //! document (same objects, same order, same first error): the text is first checked to
 //! be one valid JSON object whose `kind` makes it a list and whose `items` is an array
 //! (a pass that allocates nothing per item); any other text takes the whole-document path.
