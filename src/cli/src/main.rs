@@ -2,6 +2,13 @@
 
 use std::process::ExitCode;
 
+/// mimalloc instead of glibc's malloc. `simulate` of a large cluster allocates and frees
+/// millions of small objects on a worker thread (its large stack); glibc served them from
+/// a non-main arena, growing it by `mprotect` and spending about a quarter of the run in
+/// `malloc_consolidate`, `unlink_chunk` and `free` (docs/benchmarks.md, issue #28).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = dra_autoscaler::Cli::parse_checked();
     if let Err(error) = cli.init_logging() {

@@ -2,8 +2,9 @@
 //!
 //! `kubectl get -A -o json` of a large cluster is one document of hundreds of megabytes.
 //! Parsed whole into a [`Value`] it takes several times its own size before the first
-//! object is typed; read here, only one item is a [`Value`] at a time, and each becomes
-//! its typed object before the next is parsed. The result is the one of parsing the whole
+//! object is typed; read here, each item becomes its typed object before the next is
+//! parsed, straight from its text when it can ([`super::direct`]), else through a
+//! [`Value`] of that item alone. The result is the one of parsing the whole
 //! document (same objects, same order, same first error): the text is first checked to
 //! be one valid JSON object whose `kind` makes it a list and whose `items` is an array
 //! (a pass that allocates nothing per item); any other text takes the whole-document path.
@@ -120,6 +121,21 @@ pub(super) fn add_items(
     text: &str,
     _: &ListShape,
 ) -> Result<(), LoadError> {
+    if let Some(spans) = super::scan::item_spans(text) {
+        for (index, (start, end)) in spans.into_iter().enumerate() {
+            let item = text.get(start..end).unwrap_or_default();
+            if !loader.add_typed_text(item) {
+                let value: Value = serde_json::from_str(item).map_err(|e| LoadError {
+                    origin: origin.clone(),
+                    object: None,
+                    field: None,
+                    message: format!("not valid JSON: {e}"),
+                })?;
+                loader.add_item(origin, index, value)?;
+            }
+        }
+        return Ok(());
+    }
     let mut failed = None;
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let read = deserializer.deserialize_map(ListVisitor {
@@ -265,6 +281,77 @@ mod tests {
         }
         // The duplicate second node is noted as the whole-document path notes it.
         assert!(streamed(&texts[0]).unwrap().contains("Node n1"));
+    }
+
+    /// Every typed kind, duplicates, managedFields, a 1.35 `workloadRef`, escapes, and
+    /// items the direct path hands to the general one (a bad field, a refused default).
+    #[test]
+    fn items_typed_from_their_text_load_as_through_a_parsed_value() {
+        let managed = r#""managedFields":[{"manager":"kubelet","operation":"Update"}]"#;
+        let items = [
+            format!(
+                r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n1",{managed}}},"status":{{"images":[{{"names":["i"]}}]}}}}"#
+            ),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p1"},"spec":{"containers":[{"name":"c","env":[{"name":"E","value":"é"}],"resources":{"limits":{"cpu":"2"}}}]}}"#.into(),
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"g1","namespace":"ml"},"spec":{"workloadRef":{"name":"w","podGroup":"pg"},"containers":[{"name":"c"}]}}"#.into(),
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1","namespace":"default"},"spec":{"containers":[]}}"#.into(),
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ml","labels":{"team":"a"}}}"#.into(),
+            r#"{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"gpu"},"spec":{"selectors":[{"cel":{"expression":"true"}}]}}"#.into(),
+            r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"s"},"spec":{"driver":"d","pool":{"name":"p","generation":1,"resourceSliceCount":1},"nodeName":"n1","devices":[{"name":"g0"}]}}"#.into(),
+            r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"ml"},"spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"gpu","count":0}}]}}}"#.into(),
+            r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"t","namespace":"ml"},"spec":{"spec":{}}}"#.into(),
+            r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}"#.into(),
+            r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n2"}}"#.into(),
+            // The last `kind` counts: a Namespace.
+            r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n4"},"kind":"Namespace"}"#.into(),
+        ];
+        let bad = [
+            r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n9"},"spec":{"unschedulable":"maybe"}}"#,
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"x"},"spec":{"containers":[]}}"#,
+            r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c"},"spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"g","count":-1}}]}}}"#,
+        ];
+        let list = |items: &[String]| format!(r#"{{"kind":"List","items":[{}]}}"#, items.join(","));
+        for trim in [false, true] {
+            let load = |text: &str, whole_document: bool| {
+                let mut loader = Loader::new();
+                if trim {
+                    loader.trim_unread();
+                }
+                let origin = Origin {
+                    source: "t.json".into(),
+                    document: 0,
+                    item: None,
+                };
+                if whole_document {
+                    let value: Value = serde_json::from_str(text).unwrap();
+                    loader.add_value(origin, value)?;
+                } else {
+                    loader.add_json("t.json", text)?;
+                }
+                Ok::<_, LoadError>(format!("{:?}", loader.finish()))
+            };
+            let mut items = items.to_vec();
+            if trim {
+                // Malformed managedFields are dropped unread when trimming.
+                items.push(r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n3","managedFields":7}}"#.into());
+            }
+            let text = list(&items);
+            let loaded = load(&text, false).unwrap();
+            assert_eq!(loaded, load(&text, true).unwrap());
+            assert!(loaded.contains("Pod default/p1") && loaded.contains("Node n1"));
+            assert!(loaded.contains("name: Some(\"n4\")"), "{loaded}");
+            assert!(loaded.contains("\"podGroup\": String(\"pg\")"), "{loaded}");
+            assert_eq!(loaded.contains("kubelet"), !trim);
+            assert_eq!(loaded.contains("\"n3\""), trim);
+            for bad in bad {
+                let mut with_bad = items.to_vec();
+                with_bad.insert(3, bad.to_string());
+                let text = list(&with_bad);
+                let error = load(&text, false).unwrap_err();
+                assert_eq!(error, load(&text, true).unwrap_err());
+                assert_eq!(error.origin.item, Some(3));
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,240 @@
+//! Finds the text of each item of a JSON list, without parsing the items.
+//!
+//! Only ever run on text that `serde_json` has already read as one valid JSON object
+//! ([`super::stream::ListShape::of`]), so it needs to tell apart, not to validate: it
+//! skips strings (with their escapes) and counts brackets. Each item's text is then
+//! typed straight from that slice (no `serde_json::Value` in between).
+
+/// The `[start, end)` byte spans of the elements of the top-level object's `items`
+/// array, in order; `None` when the text is not shaped as expected (never for text that
+/// `ListShape::of` accepted, but a wrong guess must not panic).
+pub(super) fn item_spans(text: &str) -> Option<Vec<(usize, usize)>> {
+    let bytes = text.as_bytes();
+    let mut i = skip_ws(bytes, 0);
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let mut spans = None;
+    loop {
+        i = skip_ws(bytes, i);
+        match bytes.get(i)? {
+            b'}' => return spans,
+            b',' => {
+                i += 1;
+                continue;
+            }
+            b'"' => {}
+            _ => return None,
+        }
+        let key_end = skip_string(bytes, i)?;
+        let key = key_text(text.get(i..key_end)?)?;
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(bytes, i + 1);
+        if key == "items" {
+            let (found, end) = array_spans(bytes, i)?;
+            spans = Some(found);
+            i = end;
+        } else {
+            i = skip_value(bytes, i)?;
+        }
+    }
+}
+
+/// The values of the simple string members `keys` at the top level of the object `text`
+/// (an item), read up to the last of them (`kubectl` writes `apiVersion` and `kind`
+/// first, so this reads a few bytes): `None` for an absent key; `None` overall when one
+/// of them is there but not a string without escapes (the caller then takes the general
+/// path). A later duplicate of a key is not looked for: the typed object checks
+/// `apiVersion` and `kind` itself, so a differing duplicate fails typing and the item
+/// takes the general path, where the last of duplicate keys counts.
+pub(super) fn top_level_strs<'t, const N: usize>(
+    text: &'t str,
+    keys: [&str; N],
+) -> Option<[Option<&'t str>; N]> {
+    let bytes = text.as_bytes();
+    let mut i = skip_ws(bytes, 0);
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let mut found = [None; N];
+    loop {
+        i = skip_ws(bytes, i);
+        match bytes.get(i)? {
+            b'}' => return Some(found),
+            b',' => {
+                i += 1;
+                continue;
+            }
+            b'"' => {}
+            _ => return None,
+        }
+        let key_end = skip_string(bytes, i)?;
+        let this = text.get(i + 1..key_end - 1)?;
+        if this.contains('\\') {
+            return None;
+        }
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(bytes, i + 1);
+        let end = skip_value(bytes, i)?;
+        if let Some(k) = keys.iter().position(|key| *key == this) {
+            if found[k].is_some() {
+                return None;
+            }
+            let value = text.get(i..end)?;
+            let inner = value.strip_prefix('"')?.strip_suffix('"')?;
+            if inner.contains('\\') {
+                return None;
+            }
+            found[k] = Some(inner);
+            if found.iter().all(Option::is_some) {
+                return Some(found);
+            }
+        }
+        i = end;
+    }
+}
+
+/// A key's text, unescaped when it holds escapes.
+fn key_text(quoted: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let inner = quoted.get(1..quoted.len().checked_sub(1)?)?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(quoted).ok().map(Into::into)
+    } else {
+        Some(inner.into())
+    }
+}
+
+/// The element spans of the array starting at `i`, and the index after it.
+fn array_spans(bytes: &[u8], mut i: usize) -> Option<(Vec<(usize, usize)>, usize)> {
+    if bytes.get(i) != Some(&b'[') {
+        return None;
+    }
+    i += 1;
+    let mut spans = Vec::new();
+    loop {
+        i = skip_ws(bytes, i);
+        match bytes.get(i)? {
+            b']' => return Some((spans, i + 1)),
+            b',' => i += 1,
+            _ => {
+                let end = skip_value(bytes, i)?;
+                spans.push((i, end));
+                i = end;
+            }
+        }
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The index after the string whose opening quote is at `i`.
+fn skip_string(bytes: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        match bytes.get(i)? {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+}
+
+/// The index after the value starting at `i`.
+fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
+    match bytes.get(i)? {
+        b'"' => skip_string(bytes, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            loop {
+                match bytes.get(i)? {
+                    b'"' => {
+                        i = skip_string(bytes, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            // A number, true, false or null: up to the next delimiter.
+            while let Some(b) = bytes.get(i) {
+                if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                    break;
+                }
+                i += 1;
+            }
+            Some(i)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_are_found_whatever_their_shape_and_the_keys_around_them() {
+        let text = r#" {"apiVersion":"v1","it\u0065ms" : [ {"a":"]}\"{"} , [1,[2]] ,"s",-1.5e3,null,true ],
+            "kind":"List","metadata":{"items":[9]}} "#;
+        let spans = item_spans(text).unwrap();
+        let items: Vec<&str> = spans.iter().map(|&(s, e)| &text[s..e]).collect();
+        assert_eq!(
+            items,
+            [
+                r#"{"a":"]}\"{"}"#,
+                "[1,[2]]",
+                r#""s""#,
+                "-1.5e3",
+                "null",
+                "true"
+            ]
+        );
+        // Each span is exactly one JSON value.
+        for item in items {
+            serde_json::from_str::<serde_json::Value>(item).unwrap();
+        }
+        assert_eq!(item_spans(r#"{"kind":"List"}"#), None);
+        assert_eq!(item_spans(r#"{"items":[]}"#), Some(Vec::new()));
+    }
+
+    #[test]
+    fn top_level_strings_are_read_only_when_plain() {
+        let item = r#"{"metadata":{"kind":"x"},"apiVersion":"v1","kind":"Node","x":[{"kind":1}]}"#;
+        assert_eq!(
+            top_level_strs(item, ["apiVersion", "kind", "spec"]),
+            Some([Some("v1"), Some("Node"), None])
+        );
+        assert_eq!(top_level_strs(r#"{"kind":"N\u006fde"}"#, ["kind"]), None);
+        assert_eq!(
+            top_level_strs(r#"{"kind":"Node","kind":1}"#, ["kind"]),
+            Some([Some("Node")])
+        );
+        assert_eq!(
+            top_level_strs(r#"{"kind":"Node","kind":"Pod","x":1}"#, ["kind", "x"]),
+            None
+        );
+        assert_eq!(top_level_strs(r#"{"kind":1}"#, ["kind"]), None);
+        assert_eq!(top_level_strs("[1]", ["kind"]), None);
+    }
+}

@@ -1,0 +1,247 @@
+//! The loader's tests: documents, lists, errors and limits.
+
+use super::*;
+
+const SLICE: &str = r#"
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-gpus}
+spec:
+  driver: gpu.example.com
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  nodeName: node-a
+  devices:
+  - name: gpu-0
+"#;
+
+#[test]
+fn multi_document_yaml_and_lists_are_read() {
+    let text = format!(
+        "{SLICE}---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {{name: node-a}}\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {{name: d, namespace: x}}\n---\n"
+    );
+    let mut loader = Loader::new();
+    loader.add_yaml("a.yaml", &text).unwrap();
+    let loaded = loader.finish();
+    assert_eq!(loaded.objects.resource_slices.len(), 1);
+    assert_eq!(loaded.objects.nodes.len(), 1);
+    assert_eq!(loaded.skipped.get("apps/v1 Deployment"), Some(&1));
+    let note = loaded.skipped_note().unwrap();
+    assert!(note.contains("apps/v1 Deployment ×1"), "{note}");
+}
+
+#[test]
+fn kept_kinds_are_returned_untyped() {
+    let mut loader = Loader::new();
+    loader.keep_kind("dra-autoscaler.io", "NodeGroup");
+    loader
+        .add_yaml(
+            "ng.yaml",
+            "apiVersion: dra-autoscaler.io/v1alpha1\nkind: NodeGroup\nmetadata: {name: g}\nspec: {maxSize: 2}\n",
+        )
+        .unwrap();
+    let loaded = loader.finish();
+    assert_eq!(loaded.objects.extra.len(), 1);
+    assert_eq!(loaded.objects.extra[0].kind, "NodeGroup");
+    assert!(loaded.skipped.is_empty());
+}
+
+#[test]
+fn a_bad_field_is_reported_with_file_document_object_and_path() {
+    let text = format!(
+        "{SLICE}---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-n}}\nspec: {{unschedulable: maybe}}\n"
+    );
+    let mut loader = Loader::new();
+    let err = loader.add_yaml("cluster.yaml", &text).unwrap_err();
+    assert_eq!(err.origin.document, 1);
+    assert_eq!(err.object.as_deref(), Some("Node node-n"));
+    assert_eq!(err.field.as_deref(), Some("spec.unschedulable"));
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with("cluster.yaml: document 1 (Node node-n): field spec.unschedulable:"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn unsupported_versions_and_missing_kinds_are_errors() {
+    let mut loader = Loader::new();
+    let err = loader
+        .add_yaml(
+            "x.yaml",
+            "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceSlice\nmetadata: {name: s}\n",
+        )
+        .unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("apiVersion"));
+    let err = loader
+        .add_yaml("x.yaml", "metadata: {name: s}\n")
+        .unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("kind"));
+    let err = loader.add_yaml("x.yaml", "- 1\n- 2\n").unwrap_err();
+    assert!(err.message.contains("found a list"), "{}", err.message);
+}
+
+#[test]
+fn yaml_1_1_boolean_spellings_stay_strings() {
+    let mut loader = Loader::new();
+    loader
+        .add_yaml(
+            "x.yaml",
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-y\n  labels: {a: Y, b: on, c: yes}\n",
+        )
+        .unwrap();
+    let node = &loader.finish().objects.nodes[0];
+    let labels = node.metadata.labels.as_ref().unwrap();
+    assert_eq!(labels["a"], "Y");
+    assert_eq!(labels["b"], "on");
+    assert_eq!(labels["c"], "yes");
+}
+
+#[test]
+fn yaml_limits_grow_with_the_file() {
+    // 30,000 objects are ~300,000 YAML nodes: over serde-saphyr's fixed
+    // default of 250,000, which refused real `kubectl get -o yaml` files.
+    let mut text = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for i in 0..30_000 {
+        text.push_str(&format!(
+            "- apiVersion: v1\n  kind: Namespace\n  metadata: {{name: ns-{i}, labels: {{a: b}}}}\n"
+        ));
+    }
+    let mut loader = Loader::new();
+    loader.add_yaml("big.yaml", &text).unwrap();
+    assert_eq!(loader.finish().objects.namespaces.len(), 30_000);
+}
+
+#[test]
+fn an_alias_bomb_is_refused_naming_the_limit_and_the_document() {
+    let mut bomb = String::from(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: ok}\n---\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+    );
+    for i in 1..10 {
+        let prev = i - 1;
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+        ));
+    }
+    let err = Loader::new().add_yaml("bomb.yaml", &bomb).unwrap_err();
+    assert_eq!(err.origin.document, 1, "{err}");
+    assert!(err.message.starts_with("YAML limit hit"), "{err}");
+    assert!(err.message.contains("aliases"), "{err}");
+}
+
+#[test]
+fn duplicate_objects_are_kept_once_and_reported_once() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n";
+    let pod_default = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c, image: i}]}\n";
+    let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n";
+    let mut loader = Loader::new();
+    for source in ["a.yaml", "b.yaml", "c.yaml"] {
+        loader.add_yaml(source, pod).unwrap();
+        loader.add_yaml(source, node).unwrap();
+    }
+    loader.add_yaml("d.yaml", pod_default).unwrap();
+    let loaded = loader.finish();
+    assert_eq!(loaded.objects.pods.len(), 1);
+    assert_eq!(loaded.objects.nodes.len(), 1);
+    assert_eq!(loaded.duplicates.len(), 2);
+    let note = loaded.duplicates_note().unwrap();
+    assert!(
+        note.contains("Pod default/p") || note.contains("Pod p"),
+        "{note}"
+    );
+    assert!(note.contains("Node n"), "{note}");
+}
+
+#[test]
+fn empty_yaml_and_json_files_are_alike() {
+    for text in ["", "  \n", "\n\n"] {
+        let mut loader = Loader::new();
+        loader.add_yaml("e.yaml", text).unwrap();
+        loader.add_json("e.json", text).unwrap();
+        let loaded = loader.finish();
+        assert!(loaded.objects.pods.is_empty() && loaded.skipped.is_empty());
+    }
+}
+
+#[test]
+fn fields_the_api_server_would_refuse_are_errors() {
+    let cases = [
+        (
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, exactly: {deviceClassName: g, count: -1}}]}}\n",
+            "spec.devices.requests[0].exactly.count",
+            "must be greater than zero",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {devices: {requests: [{name: r, firstAvailable: [{name: a, deviceClassName: g, count: -2}]}]}}}\n",
+            "spec.spec.devices.requests[0].firstAvailable[0].count",
+            "must be greater than zero",
+        ),
+        (
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, pool: {name: p, generation: 1, resourceSliceCount: 1}, nodeName: n, devices: [{name: x, capacity: {mem: {value: -1Gi}}}]}\n",
+            "spec.devices[0].capacity[mem].value",
+            "must be greater than or equal to 0",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {requests: {cpu: '-1'}}}]}\n",
+            "spec.containers[0].resources.requests[cpu]",
+            "must be greater than or equal to 0",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}], resourceClaims: [{name: other, resourceClaimName: x}]}\n",
+            "spec.containers[0].resources.claims[0]",
+            "Not found: \"gpu\": must be one of the names in pod.spec.resourceClaims: other",
+        ),
+    ];
+    for (text, field, message) in cases {
+        let err = Loader::new().add_yaml("x.yaml", text).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some(field), "{err}");
+        assert!(err.message.contains(message), "{err}");
+    }
+    // Zero is the API server's "unset", defaulted to one.
+    let ok = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, exactly: {deviceClassName: g, count: 0}}]}}\n";
+    Loader::new().add_yaml("x.yaml", ok).unwrap();
+}
+
+#[test]
+fn invalid_yaml_and_json_are_errors_not_panics() {
+    let mut loader = Loader::new();
+    assert!(loader.add_yaml("x.yaml", "a: [b\n").is_err());
+    assert!(loader.add_json("x.json", "{").is_err());
+    loader
+        .add_json(
+            "x.json",
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ml"}}"#,
+        )
+        .unwrap();
+    assert_eq!(loader.finish().objects.namespaces.len(), 1);
+}
+
+mod fuzz {
+    use super::super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the bytes, loading returns objects or an error; it never
+        /// panics.
+        #[test]
+        fn loader_never_panics(text in "\\PC{0,400}") {
+            let mut loader = Loader::new();
+            let _ = loader.add_yaml("fuzz.yaml", &text);
+            let _ = loader.add_json("fuzz.json", &text);
+        }
+
+        /// Structurally valid documents with arbitrary field values.
+        #[test]
+        fn loader_never_panics_on_odd_values(
+            kind in prop::sample::select(vec!["Node", "Pod", "ResourceSlice", "ResourceClaim", "DeviceClass", "List"]),
+            value in "\\PC{0,40}",
+            count in any::<i64>(),
+        ) {
+            let api = if kind == "Node" || kind == "Pod" || kind == "List" { "v1" } else { "resource.k8s.io/v1" };
+            let text = format!(
+                "apiVersion: {api}\nkind: {kind}\nmetadata: {{name: {value:?}}}\nspec:\n  devices:\n    requests:\n    - name: {value:?}\n      exactly: {{deviceClassName: {value:?}, count: {count}}}\n  driver: {value:?}\n  pool: {{name: {value:?}, generation: {count}, resourceSliceCount: {count}}}\nitems: [{value:?}]\n"
+            );
+            let mut loader = Loader::new();
+            let _ = loader.add_yaml("fuzz.yaml", &text);
+        }
+    }
+}
