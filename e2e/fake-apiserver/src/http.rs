@@ -6,11 +6,7 @@
 //! (`/api/v1/namespaces/{ns}/pods` vs `/api/v1/namespaces/{name}/status`) depends on
 //! which resources are registered, and CustomResourceDefinitions change that at run time.
 
-use std::{
-    net::SocketAddr,
-    sync::{Arc, Mutex, RwLock},
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Instant};
 
 use axum::{
     Router,
@@ -19,38 +15,19 @@ use axum::{
     http::{HeaderMap, Method, StatusCode, Uri, header},
     response::{IntoResponse, Response},
 };
-use k8s_openapi::apimachinery::pkg::version::Info;
-use serde_json::Value;
 
 use crate::{
     discovery,
     error::ApiError,
-    faults::{Faults, RequestRecord, Verb},
+    faults::{RequestRecord, Verb},
     lock, openapi, read_lock,
-    resource::{Registry, ResourceDef},
-    selector::{FieldSelector, LabelSelector, Selectors},
-    store::Store,
+    request::{App, Params, ResourcePath, error_response, json_response},
+    resource::Registry,
     verbs,
 };
 
 /// The request body limit of the real server (3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// Shared state of a running server.
-pub(crate) struct App {
-    pub registry: RwLock<Registry>,
-    pub store: Arc<Mutex<Store>>,
-    pub faults: Mutex<Faults>,
-    pub log: Mutex<Vec<RequestRecord>>,
-    pub version: Info,
-    pub addr: SocketAddr,
-    pub bookmark_interval: Duration,
-    /// How long a read of a resourceVersion the store has not reached waits before the 504
-    /// (upstream's watch cache: 3 s).
-    pub too_large_wait: Duration,
-    /// Run kube-apiserver's `TaintNodesByCondition` admission on Node creates.
-    pub taint_new_nodes: bool,
-}
 
 /// The axum router serving everything.
 pub(crate) fn router(app: Arc<App>) -> Router {
@@ -58,15 +35,6 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .fallback(handle)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(app)
-}
-
-/// A request for objects of one resource.
-#[derive(Debug)]
-pub(crate) struct ResourcePath {
-    pub def: ResourceDef,
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-    pub sub: Option<String>,
 }
 
 /// What a URL path names.
@@ -153,59 +121,6 @@ fn parse_route(registry: &Registry, path: &str) -> Result<Route, ApiError> {
     }
 }
 
-/// Query parameters, first value wins.
-pub(crate) struct Params(Vec<(String, String)>);
-
-impl Params {
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn flag(&self, key: &str) -> Option<bool> {
-        self.get(key).map(|v| v == "true" || v == "1")
-    }
-
-    pub fn selectors(&self) -> Result<Selectors, ApiError> {
-        Ok(Selectors {
-            labels: LabelSelector::parse(self.get("labelSelector").unwrap_or_default())?,
-            fields: FieldSelector::parse(self.get("fieldSelector").unwrap_or_default())?,
-        })
-    }
-
-    pub fn dry_run(&self) -> bool {
-        self.get("dryRun").is_some_and(|v| v == "All")
-    }
-}
-
-/// A JSON response with `code`.
-pub(crate) fn json_response(code: u16, body: &Value) -> Response {
-    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
-pub(crate) fn error_response(err: &ApiError) -> Response {
-    let status = err.to_status();
-    let mut response = json_response(err.code(), &status);
-    // Upstream's response writer turns details.retryAfterSeconds into Retry-After.
-    if let Some(seconds) = status
-        .pointer("/details/retryAfterSeconds")
-        .and_then(Value::as_u64)
-        .filter(|s| *s > 0)
-        && let Ok(value) = header::HeaderValue::from_str(&seconds.to_string())
-    {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    response
-}
-
 /// The verb a method names on a resource path, if any.
 fn verb_for(method: &Method, path: &ResourcePath, params: &Params) -> Result<Verb, ApiError> {
     let sub = path.sub.as_deref();
@@ -279,7 +194,7 @@ async fn serve(
     record: &mut RequestRecord,
 ) -> Response {
     let params = match Query::<Vec<(String, String)>>::try_from_uri(uri) {
-        Ok(Query(pairs)) => Params(pairs),
+        Ok(Query(pairs)) => Params::new(pairs),
         Err(e) => {
             return error_response(&ApiError::BadRequest(format!("invalid query string: {e}")));
         }
@@ -351,6 +266,7 @@ async fn handle(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resource::ResourceDef;
 
     fn route(path: &str) -> Result<Route, ApiError> {
         let mut reg = Registry::builtins();
@@ -412,8 +328,8 @@ mod tests {
 
     #[test]
     fn verbs_follow_method_and_shape() {
-        let params = Params(vec![("watch".into(), "true".into())]);
-        let none = Params(Vec::new());
+        let params = Params::new(vec![("watch".into(), "true".into())]);
+        let none = Params::new(Vec::new());
         let collection = resource("/api/v1/namespaces/ns/pods");
         assert_eq!(
             verb_for(&Method::GET, &collection, &params),

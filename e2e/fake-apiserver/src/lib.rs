@@ -48,6 +48,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 mod apply;
+mod cells;
 mod convert;
 mod crd;
 mod discovery;
@@ -60,6 +61,7 @@ mod openapi;
 mod patch;
 mod persist;
 mod printers;
+mod request;
 mod resource;
 mod schema;
 mod selector;
@@ -69,11 +71,13 @@ mod table;
 mod verbs;
 mod watch;
 
-pub use error::{ApiError, StartError};
+pub use error::ApiError;
 pub use faults::{RequestRecord, Verb};
 pub use persist::{StateError, UNCLEAN_BUMP};
 pub use resource::{ResourceDef, StatusOnCreate};
-pub use server::{DEFAULT_HISTORY_LIMIT, FakeApiServer, FakeApiServerBuilder, kubeconfig_yaml};
+pub use server::{
+    DEFAULT_HISTORY_LIMIT, FakeApiServer, FakeApiServerBuilder, StartError, kubeconfig_yaml,
+};
 
 /// Locks a mutex, recovering the data if a panicking holder poisoned it: every
 /// critical section leaves the store consistent before anything can panic.

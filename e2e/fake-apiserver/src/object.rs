@@ -4,7 +4,7 @@
 //! Nothing here touches the store; the store stamps `resourceVersion` and emits
 //! watch events after these functions have produced the candidate object.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::{
     error::ApiError,
@@ -468,6 +468,16 @@ pub fn prepare_update(
         });
     }
     Ok(candidate)
+}
+
+/// The `meta.k8s.io/v1` `PartialObjectMetadata` form of an object: what the real
+/// server sends when the client's Accept header asks for metadata only.
+pub fn partial_metadata(object: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
 }
 
 #[cfg(test)]

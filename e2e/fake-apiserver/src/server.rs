@@ -11,14 +11,54 @@ use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 
 use crate::{
     discovery,
-    error::StartError,
     faults::{Faults, RequestRecord, Verb},
-    http::{self, App},
-    lock, persist,
+    http, lock, persist,
+    request::App,
     resource::{Registry, ResourceDef},
     store::Store,
     verbs,
 };
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The listening socket could not be bound.
+    #[error("unable to bind the fake API server to {addr}")]
+    Bind {
+        /// Address we tried to bind.
+        addr: std::net::SocketAddr,
+        /// Underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound socket has no local address (should not happen on TCP).
+    #[error("unable to read the local address of the fake API server socket")]
+    LocalAddr(#[source] std::io::Error),
+    /// The server URL is not a valid URI (should not happen for a socket address).
+    #[error("invalid fake API server URL {url}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// Parse error.
+        #[source]
+        source: ::http::uri::InvalidUri,
+    },
+    /// The server URL could not be turned into a kube client.
+    #[error("unable to build a kube client for {url}")]
+    Client {
+        /// Server URL.
+        url: String,
+        /// Underlying kube error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The state file exists but cannot be read.
+    #[error("unable to restore the state")]
+    State(#[from] persist::StateError),
+    /// A version string passed to the builder was not `MAJOR.MINOR.PATCH`.
+    #[error("invalid Kubernetes version {0:?}: expected MAJOR.MINOR.PATCH, e.g. 1.37.0")]
+    Version(String),
+}
 
 /// Default number of events kept per resource for watch resumption.
 pub const DEFAULT_HISTORY_LIMIT: usize = 1000;

@@ -16,11 +16,11 @@ use crate::{
     convert, crd,
     error::{ApiError, Cause},
     faults::Verb,
-    http::{App, Params, ResourcePath, json_response},
     lock,
     object::{Target, meta_str},
     openapi,
     patch::PatchType,
+    request::{App, Params, ResourcePath, json_response},
     resource::ResourceDef,
     schema,
     store::{DeleteOptions, WatchFrom},
@@ -61,7 +61,7 @@ impl Shape {
             return json_response(code, &t);
         }
         if self.metadata_only {
-            json_response(code, &watch::partial_metadata(object))
+            json_response(code, &crate::object::partial_metadata(object))
         } else {
             json_response(code, object)
         }
@@ -81,7 +81,7 @@ impl Shape {
                     "kind": "PartialObjectMetadataList",
                     "apiVersion": "meta.k8s.io/v1",
                     "metadata": {"resourceVersion": rv.to_string()},
-                    "items": items.iter().map(watch::partial_metadata).collect::<Vec<_>>(),
+                    "items": items.iter().map(crate::object::partial_metadata).collect::<Vec<_>>(),
                 }),
             );
         }

@@ -53,16 +53,6 @@ pub struct WatchRequest {
     pub bookmark_interval: Duration,
 }
 
-/// The `meta.k8s.io/v1` `PartialObjectMetadata` form of an object: what the real
-/// server sends when the client's Accept header asks for metadata only.
-pub fn partial_metadata(object: &Value) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
-}
-
 /// One line of a watch stream.
 fn line(kind: &str, object: &Value) -> Bytes {
     let mut text = json!({"type": kind, "object": object}).to_string();
@@ -160,7 +150,7 @@ async fn run(
             headers = false;
             t
         } else if req.metadata_only {
-            partial_metadata(object)
+            crate::object::partial_metadata(object)
         } else {
             object.clone()
         }

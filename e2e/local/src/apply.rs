@@ -44,8 +44,8 @@ fn gvk_of(object: &Value) -> anyhow::Result<GroupVersionKind> {
         .get("kind")
         .and_then(Value::as_str)
         .context("an object has no kind")?;
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    Ok(GroupVersionKind::gvk(group, version, kind))
+    let gv = dra_sim::api_version::ApiGroupVersion::parse(api_version);
+    Ok(GroupVersionKind::gvk(gv.group(), gv.version(), kind))
 }
 
 /// Creates or updates `objects` (server-side apply, forced), in order.

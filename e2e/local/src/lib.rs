@@ -11,6 +11,7 @@
 //! [`supervise`]); [`Stack`] starts them in-process for tests, each stoppable on its own.
 
 pub mod apply;
+pub mod process;
 pub mod processes;
 pub mod real;
 pub mod stack;

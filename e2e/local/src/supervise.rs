@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::processes::{Layout, Process, Spec, respawn, stop_process, tail};
+use crate::process::{Layout, Process, Spec, respawn, stop_process, tail};
 
 /// The processes of the stack, by the names commands take (`controller` is `dra-autoscaler
 /// run`, whose log is `autoscaler.log`).
@@ -253,7 +253,7 @@ async fn carry_out(layout: &Layout, slot: &mut Slot, action: Action) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::processes::spawn;
+    use crate::process::spawn;
 
     /// A stack whose four "binaries" are shell scripts that sleep, in a fresh directory.
     fn fake_stack(name: &str) -> Layout {

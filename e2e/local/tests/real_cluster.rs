@@ -57,7 +57,49 @@ async fn gpu_gang_lands_whole_on_the_nodes_bought_with_the_devices_simulate_pred
 
     let exact = assert_devices_match_simulate(stack.real().unwrap(), "default", "train-");
     println!("{exact} of 8 pods got exactly the devices simulate predicted for them");
+    for group in ["gpu-reserved", "gpu-on-demand-a", "gpu-on-demand-b"] {
+        assert_status_has_one_owner(&stack, group).await;
+    }
     stack.shutdown().await;
+}
+
+/// The status of NodeGroup `name`, conditions included, has one writer: the real API
+/// server's `managedFields` show one manager for the `status` subresource, the
+/// controller's server-side apply, and it owns the conditions (a map list keyed by `type`).
+async fn assert_status_has_one_owner(stack: &dra_local_stack::Stack, name: &str) {
+    let api: kube::Api<dra_api::NodeGroup> = kube::Api::all(stack.client());
+    let group = api.get(name).await.unwrap();
+    let status_managers: Vec<_> = group
+        .metadata
+        .managed_fields
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| m.subresource.as_deref() == Some("status"))
+        .collect();
+    let who: Vec<_> = status_managers
+        .iter()
+        .map(|m| (m.manager.clone(), m.operation.clone()))
+        .collect();
+    assert_eq!(
+        who,
+        [(Some("dra-autoscaler".to_owned()), Some("Apply".to_owned()))],
+        "{name}: managers of status: {status_managers:?}"
+    );
+    let fields = serde_json::to_value(&status_managers[0].fields_v1).unwrap();
+    let conditions = &fields["f:status"]["f:conditions"];
+    assert!(
+        conditions
+            .as_object()
+            .is_some_and(|c| c.keys().any(|k| k.starts_with("k:{\"type\":"))),
+        "{name}: conditions not owned entry by entry: {fields}"
+    );
+    let status = group.status.unwrap_or_default();
+    assert!(
+        status.conditions.iter().any(|c| c.type_ == "ScalingActive"),
+        "{name}: {:?}",
+        status.conditions
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

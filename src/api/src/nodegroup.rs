@@ -181,6 +181,19 @@ fn optional_quantities(generator: &mut schemars::SchemaGenerator) -> schemars::S
     schema
 }
 
+/// Conditions as a list keyed by `type` (`x-kubernetes-list-type: map`), as upstream declares
+/// every `conditions` field: server-side apply then merges and owns them one by one, and the
+/// API server refuses two conditions of one type.
+fn conditions_map_list(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = generator.subschema_for::<Vec<Condition>>();
+    schema.insert("x-kubernetes-list-type".into(), "map".into());
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["type"]),
+    );
+    schema
+}
+
 impl NodeTemplate {
     /// `allocatable`, or `capacity` when `allocatable` is not given (the documented default).
     #[must_use]
@@ -245,6 +258,7 @@ pub struct NodeGroupStatus {
     pub unconfirmed_requests: Vec<UnconfirmedRequest>,
     /// Standard conditions (`Ready`, `Backoff`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "conditions_map_list")]
     pub conditions: Vec<Condition>,
 }
 

@@ -160,3 +160,25 @@ fn the_schema_refuses_template_values_that_are_not_quantities() {
         assert!(dra_sim::quantity::nano_value(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn status_conditions_are_a_map_list_keyed_by_type() {
+    // As upstream declares `conditions` (metav1.Condition lists are
+    // `+listType=map` / `+listMapKey=type`), so server-side apply owns them one by one.
+    let crd = dra_api::crd();
+    let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+    let conditions = &schema["openAPIV3Schema"]["properties"]["status"]["properties"]["conditions"];
+    assert_eq!(conditions["type"], "array", "{conditions}");
+    assert_eq!(conditions["x-kubernetes-list-type"], "map", "{conditions}");
+    assert_eq!(
+        conditions["x-kubernetes-list-map-keys"],
+        serde_json::json!(["type"]),
+        "{conditions}"
+    );
+    // A map key must be required in each item.
+    let required = conditions["items"]["required"].as_array().unwrap();
+    assert!(
+        required.contains(&serde_json::json!("type")),
+        "{conditions}"
+    );
+}

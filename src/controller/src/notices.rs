@@ -48,7 +48,7 @@ impl Refs {
                 .insert(ObjectRef::namespaced(&pod.metadata), pod.object_ref(&()));
         }
         for gang in gangs {
-            let group = gang.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let group = dra_sim::api_version::ApiGroupVersion::parse(&gang.api_version).group();
             let meta = &gang.object.metadata;
             let reference = ObjectReference {
                 api_version: Some(gang.api_version.clone()),

@@ -25,6 +25,7 @@
 
 use std::collections::BTreeMap;
 
+use dra_sim::api_version::ApiGroupVersion;
 use dra_sim::objects::ExtraObject;
 use dra_sim::pods::{
     LinkField, gang_link, is_bound, is_scheduling_gated as is_gated, is_terminal, priority,
@@ -33,24 +34,19 @@ use dra_sim::{FeatureGates, ObjectRef};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
-use crate::gang_apis::{UPSTREAM_GROUP, UPSTREAM_VERSIONS};
+use crate::gang_kinds::{
+    COSCHEDULING_KINDS, UPSTREAM_GROUP, UPSTREAM_POD_GROUP_KINDS, UPSTREAM_VERSIONS, VOLCANO_KINDS,
+    WORKLOAD_KINDS,
+};
+
+/// The gang kinds, as they were first listed here.
+pub use crate::gang_kinds::GANG_KINDS;
 
 // The links pods carry are read by `dra_sim::pods`; the names stay here too.
 pub use dra_sim::pods::{
     COSCHEDULING_LABEL, COSCHEDULING_LEGACY_LABEL, KUEUE_GROUP_LABEL, KUEUE_TOTAL_ANNOTATION,
     VOLCANO_ANNOTATION, VOLCANO_ANNOTATION_ALT,
 };
-
-/// The API groups (and kinds) whose objects gang detection reads; callers ask
-/// the loader (or the API server) to keep these. [`GangApi::object_kinds`]
-/// hands out the entries of each API from this one list.
-pub const GANG_KINDS: &[(&str, &str)] = &[
-    ("scheduling.k8s.io", "Workload"),
-    ("scheduling.k8s.io", "PodGroup"),
-    ("scheduling.x-k8s.io", "PodGroup"),
-    ("scheduling.sigs.k8s.io", "PodGroup"),
-    ("scheduling.volcano.sh", "PodGroup"),
-];
 
 /// Which API a gang comes from. Written (in JSON, text and logs) as
 /// [`GangApi::as_str`] says: `single`, `pod-group`, `workload`,
@@ -120,10 +116,10 @@ impl GangApi {
     #[must_use]
     pub fn object_kinds(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            GangApi::Workload => &GANG_KINDS[0..1],
-            GangApi::PodGroup => &GANG_KINDS[1..2],
-            GangApi::Coscheduling => &GANG_KINDS[2..4],
-            GangApi::Volcano => &GANG_KINDS[4..5],
+            GangApi::Workload => WORKLOAD_KINDS,
+            GangApi::PodGroup => UPSTREAM_POD_GROUP_KINDS,
+            GangApi::Coscheduling => COSCHEDULING_KINDS,
+            GangApi::Volcano => VOLCANO_KINDS,
             GangApi::Kueue
             | GangApi::Single
             | GangApi::ProvisioningRequest
@@ -317,7 +313,7 @@ fn ref_of(obj: &ExtraObject) -> ObjectRef {
 }
 
 fn group_of(obj: &ExtraObject) -> &str {
-    obj.api_version.rsplit_once('/').map_or("", |(g, _)| g)
+    ApiGroupVersion::parse(&obj.api_version).group()
 }
 
 fn as_count(value: Option<&Value>) -> Option<usize> {
@@ -360,7 +356,7 @@ impl Groups {
             // A version whose shape we do not know is not read: its pods then
             // wait on a group "not found" rather than being planned by guess.
             if group_of(obj) == UPSTREAM_GROUP
-                && !UPSTREAM_VERSIONS.contains(&obj.api_version.rsplit('/').next().unwrap_or(""))
+                && !UPSTREAM_VERSIONS.contains(&ApiGroupVersion::parse(&obj.api_version).version())
             {
                 continue;
             }

@@ -18,21 +18,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dra_sim::FeatureGates;
+use dra_sim::api_version::ApiGroupVersion;
 use dra_sim::gates::GateError;
 use dra_sim::objects::ExtraObject;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
-use crate::gang::{GANG_KINDS, KUEUE_GROUP_LABEL};
+use dra_sim::pods::KUEUE_GROUP_LABEL;
 
-/// The upstream gang API group.
-pub const UPSTREAM_GROUP: &str = "scheduling.k8s.io";
-
-/// The `scheduling.k8s.io` versions whose Workload and PodGroup this planner
-/// reads: `v1alpha1` (Kubernetes 1.35), `v1alpha2` (1.36), `v1alpha3` and
-/// `v1beta1` (1.37). Objects of another version are not understood: they are
-/// neither read nor taken as evidence.
-pub const UPSTREAM_VERSIONS: &[&str] = &["v1alpha1", "v1alpha2", "v1alpha3", "v1beta1"];
+use crate::gang_kinds::GANG_KINDS;
+/// The upstream group and versions, as they were first named here.
+pub use crate::gang_kinds::{UPSTREAM_GROUP, UPSTREAM_VERSIONS};
 
 /// The gates a cluster that uses the upstream gang API runs: the API and pod
 /// links (`GenericWorkload`), the GangScheduling plugin (`GangScheduling`, a gate
@@ -68,10 +64,6 @@ pub struct ResolvedGates {
     pub turned_on: Vec<&'static str>,
     /// One line saying which gang APIs were found and used, if any was found.
     pub summary: Option<String>,
-}
-
-fn split_api_version(api_version: &str) -> (&str, &str) {
-    api_version.rsplit_once('/').unwrap_or(("", api_version))
 }
 
 impl GangApisFound {
@@ -121,7 +113,8 @@ impl GangApisFound {
     }
 
     fn add(&mut self, api_version: &str, kind: &str) {
-        let (group, version) = split_api_version(api_version);
+        let parsed = ApiGroupVersion::parse(api_version);
+        let (group, version) = (parsed.group(), parsed.version());
         if !GANG_KINDS.iter().any(|(g, k)| *g == group && *k == kind) {
             return;
         }

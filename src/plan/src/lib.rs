@@ -9,6 +9,7 @@ pub mod args;
 pub mod buffers;
 pub mod gang;
 pub mod gang_apis;
+pub mod gang_kinds;
 pub mod groups;
 pub mod planner;
 pub mod provreq;

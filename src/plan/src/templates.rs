@@ -29,7 +29,7 @@ pub const STAND_IN_KINDS: &[(&str, &str)] = &[
 /// The API group of an object (`""` for the core group).
 #[must_use]
 pub fn group_of(obj: &ExtraObject) -> &str {
-    obj.api_version.rsplit_once('/').map_or("", |(g, _)| g)
+    dra_sim::api_version::ApiGroupVersion::parse(&obj.api_version).group()
 }
 
 /// The object `obj` is, its namespace defaulted as the API server does.

@@ -10,6 +10,7 @@
 //! snapshot and get a decision with reasons back. That keeps it fast,
 //! deterministic, testable and usable offline.
 
+pub mod api_version;
 pub mod cel;
 pub mod defaults;
 pub mod dra;

@@ -342,10 +342,8 @@ impl Loader {
                 message: "missing; every object needs apiVersion and kind".into(),
             });
         }
-        let (group, version) = match api_version.rsplit_once('/') {
-            Some((g, v)) => (g.to_string(), v.to_string()),
-            None => (String::new(), api_version.clone()),
-        };
+        let parsed = crate::api_version::ApiGroupVersion::parse(&api_version);
+        let (group, version) = (parsed.group().to_string(), parsed.version().to_string());
         let read = TYPED_KINDS.contains(&(group.as_str(), kind.as_str()))
             || self.keep.contains(&(group.clone(), kind.clone()));
         if read && let Some(duplicate) = self.seen_before(&group, &kind, &value) {

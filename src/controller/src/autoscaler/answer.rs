@@ -12,6 +12,7 @@ use crate::backoff;
 use crate::events::{BACK_OFF, FAILED_TO_SCALE_UP_GROUP, SCALED_UP_GROUP};
 use crate::executor::{self, ErrorCategory, IncreaseRequest, Increased, ScaleError};
 use crate::inflight;
+use crate::status::StatusWrite;
 
 impl Autoscaler {
     /// Sends again, with the same request id, every all-or-nothing request
@@ -113,7 +114,11 @@ impl Autoscaler {
         };
         let error = match outcome {
             Ok(started) => {
-                match self.status.write(group, status).await {
+                match self
+                    .status
+                    .write(StatusWrite::ScaleUpOutcome, group, status)
+                    .await
+                {
                     Ok(written) => *group = written,
                     // The placeholders stay; they are matched as nodes register.
                     Err(error) => {
@@ -177,7 +182,11 @@ impl Autoscaler {
                 &message,
             )
         });
-        match self.status.write(group, status).await {
+        match self
+            .status
+            .write(StatusWrite::ScaleUpOutcome, group, status)
+            .await
+        {
             Ok(written) => *group = written,
             Err(e) => {
                 tracing::warn!(error = %e, node_group = %name, "scale-up failure not recorded");

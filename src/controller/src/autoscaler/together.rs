@@ -25,6 +25,7 @@ use crate::events::FAILED_TO_SCALE_UP_GROUP;
 use crate::executor::{ErrorCategory, IncreaseRequest, Increased, NodeToDelete, ScaleError};
 use crate::inflight;
 use crate::notices::GroupOutcome;
+use crate::status::StatusWrite;
 
 /// What the provider answered one scale-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,7 +234,11 @@ impl Autoscaler {
             outcome: ScaleUpOutcome::Failed,
             message: message.clone(),
         });
-        match self.status.write(group, status).await {
+        match self
+            .status
+            .write(StatusWrite::GiveBack, group, status)
+            .await
+        {
             Ok(written) => *group = written,
             Err(error) => {
                 tracing::warn!(%error, node_group = %name, "the give-back was not recorded; the placeholders time out instead");

@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 use dra_api::{NodeGroup, NodeGroupStatus};
 use k8s_openapi::jiff::Timestamp;
 
-use super::{Autoscaler, set_derived};
+use super::Autoscaler;
+use super::reconcile::set_derived;
 use crate::events::{INVALID_NODE_GROUP, Notice};
+use crate::status::StatusWrite;
 use crate::validity::{self, Unusable};
 
 impl Autoscaler {
@@ -53,14 +55,9 @@ impl Autoscaler {
             if !valid_changed && !active_changed {
                 continue;
             }
-            let patch = serde_json::json!({ "status": { "conditions": conditions } });
             if let Err(error) = self
-                .node_group_api
-                .patch_status(
-                    &group.name,
-                    &kube::api::PatchParams::default(),
-                    &kube::api::Patch::Merge(&patch),
-                )
+                .status
+                .write_conditions(&group.object, &conditions)
                 .await
             {
                 tracing::debug!(%error, node_group = %group.name, "Valid condition not written; next loop will");
@@ -87,7 +84,7 @@ impl Autoscaler {
                 continue;
             }
             self.record_group_gauges(name, group, &status);
-            match self.status.write(group, status).await {
+            match self.status.write(StatusWrite::Derived, group, status).await {
                 Ok(written) => *group = written,
                 Err(error) => {
                     tracing::warn!(%error, node_group = %name, "reservedLeft not updated; next loop will");

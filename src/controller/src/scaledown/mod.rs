@@ -425,7 +425,10 @@ impl ScaleDowns {
                 continue;
             }
             desired.unneeded_nodes = unneeded;
-            if let Err(error) = status.write(&group, desired).await {
+            if let Err(error) = status
+                .write(crate::status::StatusWrite::UnneededNodes, &group, desired)
+                .await
+            {
                 tracing::warn!(%error, node_group = %name, "unneeded nodes not recorded; retried next loop");
             }
         }

@@ -100,7 +100,7 @@ fn gang_object<'a>(extra: &'a [ExtraObject], api: GangApi, gang: &GangRef) -> Op
         .iter()
         .filter(|o| o.kind == kind)
         .filter(|o| {
-            let group = o.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let group = dra_sim::api_version::ApiGroupVersion::parse(&o.api_version).group();
             groups.contains(&group)
         })
         .map(|o| &o.value)
