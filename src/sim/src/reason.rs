@@ -336,13 +336,13 @@ impl std::error::Error for Reason {}
 /// A reason equals the words it prints (tests hold upstream's words).
 impl PartialEq<str> for Reason {
     fn eq(&self, other: &str) -> bool {
-        self.to_string() == other
+        self.to_string().as_str() == other
     }
 }
 
 impl PartialEq<&str> for Reason {
     fn eq(&self, other: &&str) -> bool {
-        self.to_string() == *other
+        self == *other
     }
 }
 
