@@ -5,7 +5,9 @@
 //! Comparison rules: pods, outcomes, nodes and allocations must match exactly,
 //! except that an expected `shareID` of `"*"` accepts any non-empty value
 //! (share IDs are generated); every expected reason must occur as a substring
-//! of some actual reason (our wording adds detail upstream does not have).
+//! of some actual reason (our wording adds detail upstream does not have);
+//! `reasonCodes` (the code, plugin and node beside each reason) must match
+//! exactly, absent on both sides or equal.
 
 mod golden;
 
@@ -46,6 +48,14 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
             ));
         }
         problems.extend(missing_reasons(name, e, a));
+        let (ec, ac) = (e.get("reasonCodes"), a.get("reasonCodes"));
+        if ec != ac {
+            problems.push(format!(
+                "{name}: reasonCodes differ\n    expected {}\n    actual   {}",
+                ec.unwrap_or(&Value::Null),
+                ac.unwrap_or(&Value::Null)
+            ));
+        }
     }
     problems
 }

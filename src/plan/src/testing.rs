@@ -66,7 +66,9 @@ pub fn replay(
         let node_index = snapshot
             .node_index(node)
             .ok_or_else(|| format!("{}: node {node} missing", pod.pod))?;
-        let claims = snapshot.resolve_claims(pod_index)?;
+        let claims = snapshot
+            .resolve_claims(pod_index)
+            .map_err(|e| e.to_string())?;
         match snapshot.check(pod_index, node_index, &claims) {
             Verdict::Fits(allocations) => {
                 snapshot.bind(pod_index, node_index, &claims, allocations);

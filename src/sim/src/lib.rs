@@ -20,6 +20,7 @@ pub mod loader;
 pub mod objects;
 pub mod pods;
 pub mod quantity;
+pub mod reason;
 pub mod report;
 pub mod selectors;
 pub mod simulate;

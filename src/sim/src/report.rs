@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, DeviceToleration};
 use serde::{Deserialize, Serialize};
 
+use crate::reason::{Reason, ReasonCode};
+
 /// What happened to one pending pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Outcome {
@@ -124,6 +126,26 @@ pub struct PodReport {
     pub allocations: Option<Vec<ClaimAllocation>>,
     /// Why nodes refused it, one sentence per node (`node-1: …`), or the error.
     pub reasons: Vec<String>,
+    /// Beside each entry of `reasons`, in the same order, what it is: its
+    /// `code`, the upstream plugin and the node. Absent when no reason has
+    /// a code (a fit, or a planner reason that is not the fit engine's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reason_codes: Vec<ReasonCode>,
+}
+
+impl PodReport {
+    /// Sets `reasons` and `reason_codes` from values: each printed with its
+    /// node first (`node-1: …`) when it is one node's.
+    pub fn set_reasons(&mut self, reasons: &[Reason]) {
+        self.reasons = reasons
+            .iter()
+            .map(|r| match &r.node {
+                Some(node) => format!("{node}: {r}"),
+                None => r.to_string(),
+            })
+            .collect();
+        self.reason_codes = reasons.iter().map(Reason::code_entry).collect();
+    }
 }
 
 /// The whole answer.

@@ -5,6 +5,7 @@ use k8s_openapi::api::resource::v1::AllocationResult;
 
 use crate::gates::FeatureGates;
 use crate::objects::ClusterObjects;
+use crate::reason::{Code, Reason};
 use crate::report::{ClaimAllocation, DeviceResult, Outcome, PodReport, Report};
 use crate::snapshot::{ObjectKey, PodClaims, Snapshot, Verdict, extended_claim_key, object_key};
 
@@ -22,13 +23,18 @@ pub fn simulate(objects: ClusterObjects, gates: FeatureGates) -> Report {
 /// Tries every node in name order and commits the first fit.
 pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
     let pod_name = object_key(&snapshot.pods()[pod_index].metadata).to_string();
-    let refused = |outcome, reasons| PodReport {
-        pod: pod_name.clone(),
-        outcome,
-        node: None,
-        node_group: None,
-        allocations: None,
-        reasons,
+    let refused = |outcome, reasons: Vec<Reason>| {
+        let mut report = PodReport {
+            pod: pod_name.clone(),
+            outcome,
+            node: None,
+            node_group: None,
+            allocations: None,
+            reasons: Vec::new(),
+            reason_codes: Vec::new(),
+        };
+        report.set_reasons(&reasons);
+        report
     };
     let claims = match snapshot.resolve_claims(pod_index) {
         Ok(claims) => claims,
@@ -39,11 +45,6 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
     let signature = snapshot.cursor_signature(pod_index, &claims);
     let start = snapshot.scan_start(signature);
     for node_index in start..snapshot.nodes().len() {
-        let node_name = snapshot.nodes()[node_index]
-            .metadata
-            .name
-            .clone()
-            .unwrap_or_default();
         match snapshot.check(pod_index, node_index, &claims) {
             Verdict::Fits(allocations) => {
                 let pod_key = object_key(&snapshot.pods()[pod_index].metadata);
@@ -54,14 +55,24 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
                 return PodReport {
                     pod: pod_name,
                     outcome: Outcome::Fits,
-                    node: Some(node_name),
+                    node: Some(node_name(snapshot, node_index)),
                     node_group: None,
                     allocations: Some(reported),
                     reasons: Vec::new(),
+                    reason_codes: Vec::new(),
                 };
             }
-            Verdict::Refused(reason) => reasons.push(format!("{node_name}: {reason}")),
-            Verdict::Fatal(message) => return refused(Outcome::Error, vec![message]),
+            Verdict::Refused(reason) => reasons.push(on_node(reason, snapshot, node_index)),
+            // The scheduler's error names no node: the report says it alone.
+            Verdict::Fatal(reason) => {
+                return refused(
+                    Outcome::Error,
+                    vec![Reason {
+                        node: None,
+                        ..reason
+                    }],
+                );
+            }
             Verdict::Unresolvable(reason) => return refused(Outcome::Unschedulable, vec![reason]),
         }
     }
@@ -72,27 +83,42 @@ pub fn place_pod(snapshot: &mut Snapshot, pod_index: usize) -> PodReport {
     // paid for pods that fit nowhere.
     let mut skipped = Vec::with_capacity(start);
     for node_index in 0..start {
-        let node_name = snapshot.nodes()[node_index]
-            .metadata
-            .name
-            .clone()
-            .unwrap_or_default();
         match snapshot.check(pod_index, node_index, &claims) {
             Verdict::Refused(reason) | Verdict::Unresolvable(reason) | Verdict::Fatal(reason) => {
-                skipped.push(format!("{node_name}: {reason}"));
+                skipped.push(on_node(reason, snapshot, node_index));
             }
             // Cannot happen while fit only worsens; say so rather than hide it.
-            Verdict::Fits(_) => skipped.push(format!(
-                "{node_name}: refused an identical pod earlier in this simulation"
-            )),
+            Verdict::Fits(_) => skipped.push(
+                Reason::new(
+                    Code::Internal,
+                    "refused an identical pod earlier in this simulation",
+                )
+                .on(Some(&node_name(snapshot, node_index))),
+            ),
         }
     }
     skipped.append(&mut reasons);
     let mut reasons = skipped;
     if reasons.is_empty() {
-        reasons.push("no nodes in the snapshot".into());
+        reasons.push(Reason::new(Code::NoNodes, "no nodes in the snapshot"));
     }
     refused(Outcome::Unschedulable, reasons)
+}
+
+/// Node `node_index`'s name, empty when it has none.
+fn node_name(snapshot: &Snapshot, node_index: usize) -> String {
+    snapshot.nodes()[node_index]
+        .metadata
+        .name
+        .clone()
+        .unwrap_or_default()
+}
+
+/// `reason` as node `node_index`'s, so it prints `node: …` (a PreFilter
+/// refusal seen on a skipped node is that node's line too).
+fn on_node(reason: Reason, snapshot: &Snapshot, node_index: usize) -> Reason {
+    let name = node_name(snapshot, node_index);
+    reason.on(Some(&name))
 }
 
 /// The report entries for a pod's new allocations.

@@ -75,7 +75,7 @@ fn run(dir: &Path) -> Value {
         let prepared = match state.prepare(pod, &nodes) {
             Ok(p) => p,
             Err(e) => {
-                report.push(json!({"pod": key(pod), "outcome": "unschedulable", "reasons": [e]}));
+                report.push(json!({"pod": key(pod), "outcome": "unschedulable", "reasons": [e.to_string()]}));
                 continue;
             }
         };

@@ -308,7 +308,7 @@ fn rolling_back_placements_and_template_nodes_restores_every_answer() {
                 state
                     .filter(&prepared, i, &nodes[i])
                     .err()
-                    .map(|r| r.reason)
+                    .map(|r| r.reason.to_string())
             })
             .collect()
     };

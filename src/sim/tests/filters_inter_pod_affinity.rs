@@ -485,6 +485,14 @@ fn an_invalid_label_value_fails_pre_filter() {
     );
     let state = FilterState::new(std::slice::from_ref(&node1), &[], &[]);
     let error = state.prepare(&p, std::slice::from_ref(&node1)).unwrap_err();
+    assert_eq!(
+        (error.plugin, error.code),
+        (
+            "InterPodAffinity",
+            dra_sim::reason::Code::InvalidAffinityTerm
+        )
+    );
+    let error = error.to_string();
     assert!(
         error.starts_with("parsing pod: requiredAffinityTerms:"),
         "{error}"

@@ -258,7 +258,10 @@ fn node_affinity() {
             .expect("test data is valid");
         let got = plugin_reason(&state, Plugin::NodeAffinity, &prepared, 0, &node);
         assert_eq!(got.as_deref(), c.want, "{}", c.name);
-        let pipeline = state.filter(&prepared, 0, &node).err().map(|r| r.reason);
+        let pipeline = state
+            .filter(&prepared, 0, &node)
+            .err()
+            .map(|r| r.reason.to_string());
         assert_eq!(
             pipeline.as_deref(),
             c.want_pipeline,

@@ -599,6 +599,14 @@ fn a_request_that_is_not_a_quantity_makes_the_pod_unschedulable_everywhere() {
     let error = state
         .prepare(&bad, std::slice::from_ref(&node))
         .unwrap_err();
+    assert_eq!(
+        (error.plugin, error.code),
+        (
+            "NodeResourcesFit",
+            dra_sim::reason::Code::InvalidResourceRequest
+        )
+    );
+    let error = error.to_string();
     assert!(
         error.contains("default/p") && error.contains("lots"),
         "{error}"

@@ -188,10 +188,7 @@ impl Planner<'_> {
                 let pairs: Vec<String> = values.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 format!("{}: ", pairs.join(", "))
             }
-            Domain::Node(i) => {
-                let name = self.snapshot.nodes()[*i].metadata.name.as_deref();
-                self.in_user_words(*i, format!("node {}: ", name.unwrap_or_default()))
-            }
+            Domain::Node(i) => format!("{}: ", self.node_called(*i)),
             Domain::NewNode(g) => format!("one new node of {}: ", self.groups[*g].name),
         }
     }

@@ -54,17 +54,15 @@ impl Planner<'_> {
                     }
                     Verdict::Refused(reason) => {
                         if !domain.is_anywhere() && attempt.existing_refusal.is_none() {
-                            let node = &self.snapshot.nodes()[node_index].metadata;
-                            let refusal = format!(
-                                "node {}: {reason}",
-                                node.name.as_deref().unwrap_or_default()
-                            );
-                            attempt.existing_refusal =
-                                Some(self.in_user_words(node_index, refusal));
+                            attempt.existing_refusal = Some(format!(
+                                "{}: {}",
+                                self.node_called(node_index),
+                                self.in_user_words(node_index, &reason)
+                            ));
                         }
                     }
                     Verdict::Fatal(e) => {
-                        let e = self.in_user_words(node_index, e);
+                        let e = self.in_user_words(node_index, &e);
                         attempt.errors.insert(pod_index, e);
                         break;
                     }

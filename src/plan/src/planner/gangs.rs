@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use dra_sim::reason::Reason;
 use dra_sim::report::Outcome;
 use dra_sim::snapshot::{PodClaims, Verdict};
 
@@ -142,14 +143,13 @@ impl Planner<'_> {
         for &pod_index in &gang.pending {
             match placed.get(&pod_index) {
                 Some(p) => report.pods.push(self.placed(p)),
-                None => {
-                    let reason = claim_errors.get(&pod_index).cloned().unwrap_or_else(|| {
-                        "the gang lands without this member; no node takes it".into()
-                    });
-                    report
-                        .pods
-                        .push(self.unschedulable(pod_index, vec![reason]));
-                }
+                None => report.pods.push(match claim_errors.get(&pod_index) {
+                    Some(e) => self.refused_by(pod_index, e),
+                    None => self.unschedulable(
+                        pod_index,
+                        vec!["the gang lands without this member; no node takes it".into()],
+                    ),
+                }),
             }
         }
         report.pod_groups.push(gang_report);
@@ -166,7 +166,7 @@ impl Planner<'_> {
         (reasons, errors, claim_errors): (
             Vec<String>,
             &BTreeMap<usize, String>,
-            &BTreeMap<usize, String>,
+            &BTreeMap<usize, Reason>,
         ),
         report: &mut PlanReport,
     ) {
@@ -174,8 +174,12 @@ impl Planner<'_> {
         gang_report.reasons.extend(
             errors
                 .iter()
-                .chain(claim_errors)
-                .map(|(&pod, why)| format!("pod {}: {why}", self.name(pod))),
+                .map(|(&pod, why)| format!("pod {}: {why}", self.name(pod)))
+                .chain(
+                    claim_errors
+                        .iter()
+                        .map(|(&pod, why)| format!("pod {}: {why}", self.name(pod))),
+                ),
         );
         if gang_report.reasons.is_empty() {
             gang_report.reasons.push("no node fits the gang".into());
@@ -188,9 +192,7 @@ impl Planner<'_> {
             } else if let Some(e) = claim_errors.get(&pod_index) {
                 // PreFilter refuses it on every node: unschedulable, for its
                 // own reason.
-                report
-                    .pods
-                    .push(self.unschedulable(pod_index, vec![e.clone()]));
+                report.pods.push(self.refused_by(pod_index, e));
             } else {
                 report
                     .pods

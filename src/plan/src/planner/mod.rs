@@ -29,6 +29,7 @@ use dra_sim::FeatureGates;
 use dra_sim::ObjectRef;
 use dra_sim::filters::Allocatable;
 use dra_sim::objects::ClusterObjects;
+use dra_sim::reason::Reason;
 use dra_sim::report::{Outcome, PodReport};
 use dra_sim::simulate::report_allocations;
 use dra_sim::snapshot::{PodClaims, Snapshot, object_key};
@@ -411,6 +412,7 @@ impl Planner<'_> {
             node_group: None,
             allocations: None,
             reasons,
+            reason_codes: Vec::new(),
         }
     }
 
@@ -433,31 +435,52 @@ impl Planner<'_> {
         self.pod_report(pod_index, Outcome::Unschedulable, None, reasons)
     }
 
-    /// `text` (a reason or an error from a check on `node_index`) as a user
-    /// can read it: the name of a node the plan made — a probe, a node
-    /// planned new or one already upcoming — becomes "a new node of group
-    /// X" ("an upcoming node of group X"); the cluster's own nodes keep
-    /// their names.
-    fn in_user_words(&self, node_index: usize, text: String) -> String {
+    /// An unschedulable pod refused on every node for `reason` (PreFilter),
+    /// reported with its code.
+    fn refused_by(&self, pod_index: usize, reason: &Reason) -> PodReport {
+        let mut report = self.unschedulable(pod_index, Vec::new());
+        report.set_reasons(std::slice::from_ref(reason));
+        report
+    }
+
+    /// What a user calls node `node_index`: `None` for the cluster's own
+    /// nodes (their names mean something), "a new node of group X" for a
+    /// node the plan made — a probe, a node planned new — and "an upcoming
+    /// node of group X" for one already requested.
+    fn node_words(&self, node_index: usize) -> Option<String> {
         if node_index < self.cluster_nodes {
-            return text;
+            return None;
         }
         let metadata = &self.snapshot.nodes()[node_index].metadata;
-        let Some(name) = metadata.name.as_deref().filter(|n| !n.is_empty()) else {
-            return text;
-        };
+        metadata.name.as_deref().filter(|n| !n.is_empty())?;
         let group = metadata
             .labels
             .as_ref()
             .and_then(|l| l.get(dra_api::NODE_GROUP_LABEL))
             .map_or("?", String::as_str);
-        let words = if node_index < self.upcoming_end {
+        Some(if node_index < self.upcoming_end {
             format!("an upcoming node of group {group}")
         } else {
             format!("a new node of group {group}")
-        };
-        text.replace(&format!("node {name}"), &words)
-            .replace(name, &words)
+        })
+    }
+
+    /// `reason` (from a check on `node_index`) in a user's words: the node
+    /// it mentions is named by [`Planner::node_words`].
+    fn in_user_words(&self, node_index: usize, reason: &Reason) -> String {
+        match self.node_words(node_index) {
+            Some(words) => reason.naming(&words).to_string(),
+            None => reason.to_string(),
+        }
+    }
+
+    /// Node `node_index` as a user calls it: `node <name>` or
+    /// [`Planner::node_words`].
+    fn node_called(&self, node_index: usize) -> String {
+        self.node_words(node_index).unwrap_or_else(|| {
+            let name = self.snapshot.nodes()[node_index].metadata.name.as_deref();
+            format!("node {}", name.unwrap_or_default())
+        })
     }
 
     /// Pod `pod_index`'s requests as NodeResourcesFit counts them (init
@@ -500,7 +523,7 @@ impl Planner<'_> {
     fn resolve_claims(
         &mut self,
         pods: &[usize],
-    ) -> (BTreeMap<usize, PodClaims>, BTreeMap<usize, String>) {
+    ) -> (BTreeMap<usize, PodClaims>, BTreeMap<usize, Reason>) {
         let mut claims = BTreeMap::new();
         let mut errors = BTreeMap::new();
         for &pod_index in pods {

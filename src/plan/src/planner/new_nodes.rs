@@ -204,7 +204,7 @@ impl Planner<'_> {
                 }
                 Verdict::Refused(_) | Verdict::Unresolvable(_) => still.push(pod_index),
                 Verdict::Fatal(e) => {
-                    let e = self.in_user_words(node_index, e);
+                    let e = self.in_user_words(node_index, &e);
                     attempt.errors.insert(pod_index, e);
                 }
             }

@@ -219,13 +219,13 @@ impl Planner<'_> {
                 }
                 Verdict::Refused(reason) | Verdict::Unresolvable(reason) => {
                     if result.refusal.is_none() {
-                        result.refusal = Some((pod_index, self.in_user_words(node_index, reason)));
+                        result.refusal = Some((pod_index, self.in_user_words(node_index, &reason)));
                     }
                 }
                 Verdict::Fatal(error) => {
                     result
                         .errors
-                        .push((pod_index, self.in_user_words(node_index, error)));
+                        .push((pod_index, self.in_user_words(node_index, &error)));
                 }
             }
         }

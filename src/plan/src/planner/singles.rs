@@ -125,10 +125,7 @@ impl Planner<'_> {
                         }
                         (GangOutcome::Lands, self.placed(p))
                     }
-                    (None, Some(e), _) => (
-                        GangOutcome::Waits,
-                        self.pod_report(pod_index, Outcome::Unschedulable, None, vec![e.clone()]),
-                    ),
+                    (None, Some(e), _) => (GangOutcome::Waits, self.refused_by(pod_index, e)),
                     (None, None, Some(e)) => (
                         GangOutcome::Waits,
                         self.pod_report(pod_index, Outcome::Error, None, vec![e.clone()]),

@@ -125,7 +125,9 @@ impl Drainer {
                         }
                         return Ok(node);
                     }
-                    Verdict::Refused(reason) => *refusals.entry(reason).or_default() += 1,
+                    Verdict::Refused(reason) => {
+                        *refusals.entry(reason.to_string()).or_default() += 1
+                    }
                     Verdict::Fatal(reason) | Verdict::Unresolvable(reason) => {
                         return Err(format!("pod {name} cannot move: {reason}"));
                     }

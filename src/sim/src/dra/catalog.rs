@@ -16,6 +16,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice};
 
+use crate::reason::{Code, Reason};
+
 use super::cel_cache::{DeviceCaches, SelectorTable};
 use super::constraints::Constraint;
 use super::diagnose::diagnose;
@@ -406,7 +408,7 @@ impl DraCatalog {
             Err(Stop::Fatal(message)) => Err(AllocError::Fatal(message)),
             // Upstream's Filter: UnschedulableAndUnresolvable for this node.
             Err(Stop::Timeout) => Ok(AllocateOutcome::Unschedulable {
-                reasons: vec![TIMED_OUT.to_string()],
+                reasons: vec![Reason::new(Code::AllocationTimedOut, TIMED_OUT)],
             }),
             Err(Stop::MaxSize) => Err(AllocError::Fatal("allocation max size exceeded".into())),
             Ok(true) => assemble(&search, name)
@@ -428,7 +430,10 @@ impl DraCatalog {
                     )));
                 }
                 Ok(AllocateOutcome::Unschedulable {
-                    reasons: diagnose(&mut search),
+                    reasons: diagnose(&mut search)
+                        .into_iter()
+                        .map(|words| Reason::with_words(Code::CannotAllocateAllClaims, words))
+                        .collect(),
                 })
             }
         }

@@ -13,6 +13,7 @@ use super::model::{DevRef, Mode, RequestData, Slot};
 use super::quantity::{Format, Value};
 use super::requests::{OPTIONAL_NODE_OPERATIONS, node_declares, selectable};
 use super::search::{RKey, Search};
+use crate::reason::Words;
 
 const PREFIX: &str = "cannot allocate all claims: ";
 
@@ -34,7 +35,7 @@ struct Funnel {
 }
 
 /// The reasons for a failed search, each prefixed like upstream's status.
-pub(crate) fn diagnose(search: &mut Search<'_, '_>) -> Vec<String> {
+pub(crate) fn diagnose(search: &mut Search<'_, '_>) -> Vec<Words> {
     let mut reasons = Vec::new();
     let node = search.chk.node.metadata.name.clone().unwrap_or_default();
     let unusable: Vec<String> = search
@@ -79,7 +80,9 @@ pub(crate) fn diagnose(search: &mut Search<'_, '_>) -> Vec<String> {
                 } else {
                     format!("no alternative of firstAvailable fits: {}", why.join("; "))
                 };
-                reasons.push(format!("{PREFIX}claim {claim} request {request}: {detail}"));
+                reasons.push(Words::text(format!(
+                    "{PREFIX}claim {claim} request {request}: {detail}"
+                )));
             }
         }
         if !blocked {
@@ -94,18 +97,18 @@ pub(crate) fn diagnose(search: &mut Search<'_, '_>) -> Vec<String> {
                 })
                 .collect();
             if !constraints.is_empty() && search.results.iter().all(Vec::is_empty) {
-                reasons.push(format!(
+                reasons.push(Words::text(format!(
                     "{PREFIX}claim {claim}: constraint {} cannot be satisfied by the free devices",
                     constraints.join(", ")
-                ));
+                )));
             }
         }
     }
     if reasons.is_empty() {
-        reasons.push(format!(
+        reasons.push(Words::text(format!(
             "{PREFIX}each request has enough free devices on its own, but not all requests of the pod's claims \
              can be satisfied together (they compete for the same devices or counters, or a constraint fails)"
-        ));
+        )));
     }
     if search.chk.f.optional_node_operations
         && !node_declares(search.chk.node, OPTIONAL_NODE_OPERATIONS)
@@ -119,18 +122,22 @@ pub(crate) fn diagnose(search: &mut Search<'_, '_>) -> Vec<String> {
             .map(|s| s.name.as_str())
             .collect();
         if !skipping.is_empty() {
-            reasons.push(format!(
-                "{PREFIX}node {node} does not declare the {OPTIONAL_NODE_OPERATIONS} feature, so the devices of \
+            reasons.push(Words::text(PREFIX).node(node.clone()).then(format!(
+                " does not declare the {OPTIONAL_NODE_OPERATIONS} feature, so the devices of \
                  slices that skip node operations ({}) cannot be used there",
                 skipping.join(", ")
-            ));
+            )));
         }
     }
     if search.chk.pools.is_empty() {
-        reasons.push(format!("{PREFIX}node {node} has no resource pools"));
+        reasons.push(
+            Words::text(PREFIX)
+                .node(node)
+                .then(" has no resource pools"),
+        );
     }
     for u in unusable {
-        reasons.push(format!("{PREFIX}{u}"));
+        reasons.push(Words::text(format!("{PREFIX}{u}")));
     }
     reasons
 }

@@ -64,6 +64,7 @@ pub use state::{AllocatedState, DeviceId};
 
 use crate::gates::FeatureGates;
 use crate::objects::ObjectRef;
+use crate::reason::Reason;
 
 /// The result of one `allocate` call that did not fail.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,8 +73,13 @@ pub enum AllocateOutcome {
     Allocated(Vec<AllocationResult>),
     /// The claims cannot fit on this node (upstream returns nil, nil).
     Unschedulable {
-        /// Human sentences, each starting "cannot allocate all claims: ".
-        reasons: Vec<String>,
+        /// Why, each a sentence starting "cannot allocate all claims: "
+        /// ([`Code::CannotAllocateAllClaims`]), or the search's time-out
+        /// ([`Code::AllocationTimedOut`]).
+        ///
+        /// [`Code::CannotAllocateAllClaims`]: crate::reason::Code::CannotAllocateAllClaims
+        /// [`Code::AllocationTimedOut`]: crate::reason::Code::AllocationTimedOut
+        reasons: Vec<Reason>,
     },
 }
 

@@ -57,6 +57,7 @@ pub use unbind::TakenOff;
 
 use crate::gates::FeatureGates;
 use crate::objects::ObjectRef;
+use crate::reason::{Code, Reason, Words};
 use extended_resources::ExtendedResourceMap;
 use index::{Index, NodeRecord, PodRecord};
 use inter_pod_affinity::{AffinityRefusal, PreparedAffinity};
@@ -125,9 +126,9 @@ const STATE_NAME: &str = "FilterState";
 pub struct Rejection {
     /// Upstream plugin name, e.g. `NodeResourcesFit`.
     pub plugin: &'static str,
-    /// Upstream's reason, e.g. `Insufficient nvidia.com/gpu`; several reasons
-    /// of one plugin are joined with ", ".
-    pub reason: String,
+    /// Upstream's reason, e.g. `Insufficient nvidia.com/gpu` (several
+    /// reasons of one plugin are joined with ", "), with its code.
+    pub reason: Reason,
 }
 
 /// What went wrong, kept as a few integers so the hot loop allocates
@@ -160,43 +161,70 @@ impl Refusal {
         self.plugin
     }
 
-    /// The reason in upstream's words. `pod` and `node` must be the ones the
-    /// check ran with (the taint and resource names come from them).
+    /// The reason as a value, printing upstream's words. `pod` and `node`
+    /// must be the ones the check ran with (the taint and resource names
+    /// come from them).
     #[must_use]
-    pub fn reason(&self, pod: &PreparedPod, node: &Node) -> String {
-        match self.kind {
-            RefusalKind::UnknownNode => format!(
-                "node {:?} is not in the filter state (add it with add_node first)",
-                node.metadata.name.as_deref().unwrap_or_default()
-            ),
-            RefusalKind::NotInPreFilterResult => node_affinity::PREFILTER_REASON.into(),
-            RefusalKind::Unschedulable => node_unschedulable::REASON.into(),
-            RefusalKind::NodeName => node_name::REASON.into(),
-            RefusalKind::Taint(index) => node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.as_ref())
-                .and_then(|t| t.get(index))
-                .map_or_else(
-                    || "node(s) had untolerated taint(s)".into(),
-                    taint_toleration::reason,
+    pub fn reason(&self, pod: &PreparedPod, node: &Node) -> Reason {
+        let name = node.metadata.name.as_deref();
+        let (code, words): (Code, String) = match self.kind {
+            RefusalKind::UnknownNode => (
+                Code::UnknownNode,
+                format!(
+                    "node {:?} is not in the filter state (add it with add_node first)",
+                    name.unwrap_or_default()
                 ),
-            RefusalKind::NodeAffinity => node_affinity::REASON.into(),
-            RefusalKind::NodePorts => node_ports::REASON.into(),
-            RefusalKind::Resources(mask) => node_resources_fit::reason(&pod.request, mask),
-            RefusalKind::Spread(SpreadRefusal::MissingLabel) => {
-                pod_topology_spread::MISSING_LABEL_REASON.into()
+            ),
+            RefusalKind::NotInPreFilterResult => (
+                Code::NotInPreFilterResult,
+                node_affinity::PREFILTER_REASON.into(),
+            ),
+            RefusalKind::Unschedulable => {
+                (Code::NodeUnschedulable, node_unschedulable::REASON.into())
             }
-            RefusalKind::Spread(SpreadRefusal::Skew) => pod_topology_spread::REASON.into(),
-            RefusalKind::Affinity(AffinityRefusal::Affinity) => {
-                inter_pod_affinity::AFFINITY_REASON.into()
+            RefusalKind::NodeName => (Code::NodeNameMismatch, node_name::REASON.into()),
+            RefusalKind::Taint(index) => (
+                Code::UntoleratedTaint,
+                node.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .and_then(|t| t.get(index))
+                    .map_or_else(
+                        || "node(s) had untolerated taint(s)".into(),
+                        taint_toleration::reason,
+                    ),
+            ),
+            RefusalKind::NodeAffinity => (Code::NodeAffinityMismatch, node_affinity::REASON.into()),
+            RefusalKind::NodePorts => (Code::HostPortsTaken, node_ports::REASON.into()),
+            RefusalKind::Resources(mask) => (
+                Code::InsufficientResources,
+                node_resources_fit::reason(&pod.request, mask),
+            ),
+            RefusalKind::Spread(SpreadRefusal::MissingLabel) => (
+                Code::SpreadMissingLabel,
+                pod_topology_spread::MISSING_LABEL_REASON.into(),
+            ),
+            RefusalKind::Spread(SpreadRefusal::Skew) => {
+                (Code::SpreadSkew, pod_topology_spread::REASON.into())
             }
-            RefusalKind::Affinity(AffinityRefusal::AntiAffinity) => {
-                inter_pod_affinity::ANTI_AFFINITY_REASON.into()
-            }
-            RefusalKind::Affinity(AffinityRefusal::ExistingAntiAffinity) => {
-                inter_pod_affinity::EXISTING_ANTI_AFFINITY_REASON.into()
-            }
+            RefusalKind::Affinity(AffinityRefusal::Affinity) => (
+                Code::PodAffinityMismatch,
+                inter_pod_affinity::AFFINITY_REASON.into(),
+            ),
+            RefusalKind::Affinity(AffinityRefusal::AntiAffinity) => (
+                Code::PodAntiAffinityMismatch,
+                inter_pod_affinity::ANTI_AFFINITY_REASON.into(),
+            ),
+            RefusalKind::Affinity(AffinityRefusal::ExistingAntiAffinity) => (
+                Code::ExistingPodAntiAffinityMismatch,
+                inter_pod_affinity::EXISTING_ANTI_AFFINITY_REASON.into(),
+            ),
+        };
+        Reason {
+            plugin: self.plugin,
+            code,
+            node: name.map(str::to_string),
+            detail: Words::text(words),
         }
     }
 
@@ -429,12 +457,14 @@ impl FilterState {
     /// What upstream's PreFilter refuses, making the pod unschedulable on
     /// every node: a request that is not a quantity, node affinity terms
     /// pinning disjoint node names, a label selector that does not parse.
-    pub fn prepare(&self, pod: &Pod, _nodes: &[Node]) -> Result<PreparedPod, String> {
+    pub fn prepare(&self, pod: &Pod, _nodes: &[Node]) -> Result<PreparedPod, Reason> {
         let key = ObjectRef::namespaced(&pod.metadata);
-        let prefilter_nodes = node_affinity::prefilter_node_names(pod).map_err(str::to_string)?;
+        let prefilter_nodes = node_affinity::prefilter_node_names(pod)
+            .map_err(|e| Reason::new(Code::NodeAffinityConflict, e))?;
         let spec = pod.spec.as_ref();
         let ports = node_ports::pod_host_ports(pod);
-        let requests = pod_requests(pod, true).map_err(|e| format!("pod {key}: {e}"))?;
+        let requests = pod_requests(pod, true)
+            .map_err(|e| Reason::new(Code::InvalidResourceRequest, format!("pod {key}: {e}")))?;
         let request = PodRequest::new(&requests, &self.resources, |name| {
             self.extended_gate && self.extended.class_for(name).is_some()
         });
@@ -445,14 +475,11 @@ impl FilterState {
             .map(|s| (s.name.clone(), s.quantity))
             .collect();
         let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
-        let spread = pod_topology_spread::prepare(pod, &mut index, &self.nodes, &self.pods)?;
-        let affinity = inter_pod_affinity::prepare(
-            pod,
-            &self.namespaces,
-            &mut index,
-            &self.nodes,
-            &self.pods,
-        )?;
+        let spread = pod_topology_spread::prepare(pod, &mut index, &self.nodes, &self.pods)
+            .map_err(|e| Reason::new(Code::InvalidSpreadConstraint, e))?;
+        let affinity =
+            inter_pod_affinity::prepare(pod, &self.namespaces, &mut index, &self.nodes, &self.pods)
+                .map_err(|e| Reason::new(Code::InvalidAffinityTerm, e))?;
         Ok(PreparedPod {
             extended_via_dra,
             node_name: spec.and_then(|s| s.node_name.clone()),

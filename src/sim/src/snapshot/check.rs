@@ -7,6 +7,7 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use super::{ObjectKey, PodClaims, Snapshot};
 use crate::dra::{AllocError, AllocateOutcome};
 use crate::filters::extended_resource_claim;
+use crate::reason::{Code, Reason, Words};
 use crate::selectors::ParsedNodeSelector;
 
 /// What one node says about one pod.
@@ -15,11 +16,11 @@ pub enum Verdict {
     /// The pod fits; one allocation per claim that needed allocating.
     Fits(Vec<AllocationResult>),
     /// This node refuses the pod, for the reason given (upstream's words first).
-    Refused(String),
+    Refused(Reason),
     /// The scheduler would fail the pod outright (not try other nodes).
-    Fatal(String),
+    Fatal(Reason),
     /// PreFilter refuses the pod on every node (unschedulable, not an error).
-    Unresolvable(String),
+    Unresolvable(Reason),
 }
 
 impl Snapshot {
@@ -52,7 +53,10 @@ impl Snapshot {
             self.prepared.as_ref().map(|(_, _, p)| p)
         };
         let Some(prepared) = entry else {
-            return Verdict::Unresolvable("internal: PreFilter result missing".into());
+            return Verdict::Unresolvable(Reason::new(
+                Code::Internal,
+                "internal: PreFilter result missing",
+            ));
         };
         let prepared = match prepared {
             Ok(prepared) => prepared,
@@ -62,13 +66,15 @@ impl Snapshot {
         // selectors (strictly): one that does not parse fails the pod.
         for key in &claims.allocated {
             if let Some(Err(e)) = self.allocation_selectors.get(key) {
-                return Verdict::Fatal(format!(
-                    "resourceclaim {key}: allocation nodeSelector: {e}"
+                return Verdict::Fatal(Reason::new(
+                    Code::InvalidAllocationNodeSelector,
+                    format!("resourceclaim {key}: allocation nodeSelector: {e}"),
                 ));
             }
         }
         let node = &self.nodes[node_index];
         let pod = &self.pods[pod_index];
+        let node_name = node.metadata.name.as_deref();
         if let Err(refusal) = self.filters.check(prepared, node_index, node) {
             return Verdict::Refused(refusal.reason(prepared, node));
         }
@@ -82,9 +88,15 @@ impl Snapshot {
         // failure is what the node answers (dynamicresources.go, Filter).
         let unavailable = claims.allocated.iter().find_map(|key| {
             match self.allocation_selectors.get(key) {
-                Some(Ok(selector)) if !selector.matches(node) => Some(format!(
-                    "resourceclaim not available on the node: {key} is allocated for other nodes"
-                )),
+                Some(Ok(selector)) if !selector.matches(node) => Some(
+                    Reason::new(
+                        Code::ClaimNotAvailableOnNode,
+                        format!(
+                            "resourceclaim not available on the node: {key} is allocated for other nodes"
+                        ),
+                    )
+                    .on(node_name),
+                ),
                 _ => None,
             }
         });
@@ -102,6 +114,7 @@ impl Snapshot {
         if let Some(claim) = &extended {
             claim_refs.push(claim);
         }
+        let node_name = node_name.map(str::to_string);
         let outcome = self.dra.allocate(
             &self.nodes[node_index],
             &claim_refs,
@@ -114,14 +127,14 @@ impl Snapshot {
                 None => Verdict::Fits(allocations),
             },
             Ok(AllocateOutcome::Unschedulable { reasons }) => {
-                Verdict::Refused(if reasons.is_empty() {
-                    "cannot allocate all claims".to_string()
-                } else {
-                    reasons.join("; ")
-                })
+                Verdict::Refused(joined(reasons).on(node_name.as_deref()))
             }
-            Err(AllocError::FailedOnNode(message)) => Verdict::Refused(message),
-            Err(AllocError::Fatal(message)) => Verdict::Fatal(message),
+            Err(AllocError::FailedOnNode(message)) => Verdict::Refused(
+                Reason::new(Code::InvalidResourcePools, message).on(node_name.as_deref()),
+            ),
+            Err(AllocError::Fatal(message)) => {
+                Verdict::Fatal(Reason::new(Code::AllocationError, message).on(node_name.as_deref()))
+            }
         }
     }
 
@@ -162,4 +175,15 @@ impl Snapshot {
                 .insert(key.clone(), ParsedNodeSelector::parse(selector));
         }
     }
+}
+
+/// The allocator's reasons as one, joined with "; " as we print them: the
+/// first reason's code (a time-out is alone), upstream's bare words when
+/// there is no diagnosis.
+fn joined(reasons: Vec<Reason>) -> Reason {
+    let Some(code) = reasons.first().map(|r| r.code) else {
+        return Reason::new(Code::CannotAllocateAllClaims, "cannot allocate all claims");
+    };
+    let words = Words::join(reasons.into_iter().map(|r| r.detail).collect(), "; ");
+    Reason::with_words(code, words)
 }

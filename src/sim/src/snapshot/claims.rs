@@ -2,6 +2,7 @@
 //! resolves them, and the claims the ResourceClaim controller would already
 //! have made from templates (instantiated here under stable names).
 
+use crate::reason::{Code, Reason};
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
@@ -36,7 +37,7 @@ impl Snapshot {
     /// # Errors
     /// An operator-readable reason the pod cannot be scheduled anywhere (a
     /// missing claim or template, a claim owned by another pod).
-    pub fn resolve_claims(&mut self, pod_index: usize) -> Result<PodClaims, String> {
+    pub fn resolve_claims(&mut self, pod_index: usize) -> Result<PodClaims, Reason> {
         let pod = &self.pods[pod_index];
         let pod_key = object_key(&pod.metadata);
         let pod_uid = pod.metadata.uid.clone();
@@ -78,13 +79,19 @@ impl Snapshot {
                 continue;
             };
             let claim = self.claims.get(&key).ok_or_else(|| {
-                format!(
-                    "resourceclaim {} (pod claim {:?}) not found",
-                    key, entry.name
+                Reason::new(
+                    Code::ClaimNotFound,
+                    format!(
+                        "resourceclaim {} (pod claim {:?}) not found",
+                        key, entry.name
+                    ),
                 )
             })?;
             if claim.metadata.deletion_timestamp.is_some() {
-                return Err(format!("resourceclaim {} is being deleted", key));
+                return Err(Reason::new(
+                    Code::ClaimBeingDeleted,
+                    format!("resourceclaim {} is being deleted", key),
+                ));
             }
             let allocated = claim
                 .status
@@ -111,7 +118,7 @@ impl Snapshot {
     /// unschedulable for each, not an error. An empty class name (an
     /// unsupported request type) is left to the allocator, which fails the
     /// pod with an error as upstream's PreFilter does.
-    fn check_device_classes(&self, claim: &ResourceClaim) -> Result<(), String> {
+    fn check_device_classes(&self, claim: &ResourceClaim) -> Result<(), Reason> {
         let exists = |class: &str| {
             class.is_empty()
                 || self
@@ -130,10 +137,13 @@ impl Snapshot {
                 (Some(exactly), _) => vec![(request.name.clone(), &exactly.device_class_name)],
                 (None, Some(subs)) if !subs.is_empty() => {
                     if !self.gates.prioritized_list {
-                        return Err(format!(
-                            "resource claim {}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
-                            claim_key(),
-                            request.name
+                        return Err(Reason::new(
+                            Code::PrioritizedListDisabled,
+                            format!(
+                                "resource claim {}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
+                                claim_key(),
+                                request.name
+                            ),
                         ));
                     }
                     subs.iter()
@@ -146,16 +156,20 @@ impl Snapshot {
                         .collect()
                 }
                 _ => {
-                    return Err(format!(
-                        "resource claim {}, request {}: unknown request type",
-                        claim_key(),
-                        request.name
+                    return Err(Reason::new(
+                        Code::UnknownRequestType,
+                        format!(
+                            "resource claim {}, request {}: unknown request type",
+                            claim_key(),
+                            request.name
+                        ),
                     ));
                 }
             };
             if let Some((name, class)) = classes.into_iter().find(|(_, class)| !exists(class)) {
-                return Err(format!(
-                    "request {name}: device class {class} does not exist"
+                return Err(Reason::new(
+                    Code::DeviceClassNotFound,
+                    format!("request {name}: device class {class} does not exist"),
                 ));
             }
         }
@@ -213,12 +227,15 @@ impl Snapshot {
         pod_uid: Option<&str>,
         entry: &str,
         template_name: &str,
-    ) -> Result<ObjectKey, String> {
+    ) -> Result<ObjectKey, Reason> {
         let template_key = ObjectRef::new(pod.namespace.clone(), template_name);
         let template = self.templates.get(&template_key).ok_or_else(|| {
-            format!(
-                "resourceclaimtemplate {} (pod claim {entry:?}) not found",
-                template_key
+            Reason::new(
+                Code::ClaimTemplateNotFound,
+                format!(
+                    "resourceclaimtemplate {} (pod claim {entry:?}) not found",
+                    template_key
+                ),
             )
         })?;
         // The controller uses generateName with a random suffix; a simulation

@@ -80,7 +80,7 @@ pub struct Snapshot {
     device_classes: Vec<DeviceClass>,
     /// PreFilter result of the pod checked last, valid while `generation`
     /// is unchanged (placements change domain counts).
-    prepared: Option<(usize, u64, Result<PreparedPod, String>)>,
+    prepared: Option<(usize, u64, Result<PreparedPod, crate::reason::Reason>)>,
     generation: u64,
     /// Per pod: its scheduling signature, once computed (`None` inside when
     /// the pod's fit is not monotonic, see [`Snapshot::signature`]).
@@ -93,7 +93,7 @@ pub struct Snapshot {
     /// Generated claims by (namespace, owner `uid:…`/`name:…`, pod claim entry).
     generated: HashMap<(String, String, String), ObjectKey>,
     /// PreFilter results of pods whose result does not depend on placements.
-    stateless_prepared: HashMap<usize, Result<PreparedPod, String>>,
+    stateless_prepared: HashMap<usize, Result<PreparedPod, crate::reason::Reason>>,
     /// Reused by [`Snapshot::signature`] to serialise a pod for hashing.
     signature_buffer: Vec<u8>,
     /// Allocated claims' node selectors, parsed; dropped when the claim's

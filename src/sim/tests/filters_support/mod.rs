@@ -78,7 +78,7 @@ pub fn plugin_reason(
     state
         .check_plugin(plugin, prepared, index, node)
         .err()
-        .map(|r| r.reason(prepared, node))
+        .map(|r| r.reason(prepared, node).to_string())
 }
 
 /// Names of the nodes on which the pod passes every filter.

@@ -36,7 +36,9 @@ fn devices_of(outcome: &Result<AllocateOutcome, AllocError>) -> Vec<String> {
 
 fn reasons_of(outcome: &Result<AllocateOutcome, AllocError>) -> Vec<String> {
     match outcome {
-        Ok(AllocateOutcome::Unschedulable { reasons }) => reasons.clone(),
+        Ok(AllocateOutcome::Unschedulable { reasons }) => {
+            reasons.iter().map(ToString::to_string).collect()
+        }
         other => panic!("expected no fit, got {other:?}"),
     }
 }

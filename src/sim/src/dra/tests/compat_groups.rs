@@ -605,7 +605,9 @@ fn feature_on_backtracking_restores_the_intersection() {
 
 fn reasons(case: &Case) -> Vec<String> {
     match case.outcome().0 {
-        Ok(AllocateOutcome::Unschedulable { reasons }) => reasons,
+        Ok(AllocateOutcome::Unschedulable { reasons }) => {
+            reasons.iter().map(ToString::to_string).collect()
+        }
         other => panic!("expected Unschedulable, got {other:?}"),
     }
 }

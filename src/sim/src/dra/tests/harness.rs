@@ -1056,7 +1056,15 @@ impl Case {
             (Expect::NoFit, Ok(AllocateOutcome::Unschedulable { reasons })) => {
                 assert!(!reasons.is_empty(), "{name}: no reasons given");
                 for r in &reasons {
-                    assert!(r.starts_with("cannot allocate all claims: "), "{name}: {r}");
+                    assert_eq!(
+                        r.code,
+                        crate::reason::Code::CannotAllocateAllClaims,
+                        "{name}: {r}"
+                    );
+                    assert!(
+                        r.to_string().starts_with("cannot allocate all claims: "),
+                        "{name}: {r}"
+                    );
                 }
             }
             (Expect::Error(text), Err(AllocError::Fatal(message))) => {

@@ -1283,6 +1283,7 @@ fn reasons_name_the_missing_node_feature() {
     let Ok(crate::dra::AllocateOutcome::Unschedulable { reasons }) = case.outcome().0 else {
         panic!("expected Unschedulable");
     };
+    let reasons: Vec<String> = reasons.iter().map(ToString::to_string).collect();
     assert!(
         reasons.iter().any(|r| r
             .contains("node node-1 does not declare the DRAOptionalNodeOperations feature")
