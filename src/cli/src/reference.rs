@@ -376,7 +376,10 @@ pub fn parse_exposition(exposition: &str) -> Vec<MetricDoc> {
 /// A family added to `Metrics` needs a line here (the page test says so).
 #[cfg(feature = "controller")]
 fn sample_series(m: &dra_controller::metrics::Metrics) {
-    use dra_controller::metrics::{FailureLabels, GroupLabels, ScaleDownLabels, ScaleUpLabels};
+    use dra_controller::metrics::{
+        FailureLabels, GroupLabels, ScaleDownLabels, ScaleUpLabels, StatusWriteFailureLabels,
+        StatusWriteLabels,
+    };
     let group = || GroupLabels {
         node_group: String::new(),
     };
@@ -398,4 +401,13 @@ fn sample_series(m: &dra_controller::metrics::Metrics) {
         node_group: String::new(),
         reason: String::new(),
     });
+    let _ = m.status_write_duration.get_or_create(&StatusWriteLabels {
+        write: String::new(),
+    });
+    let _ = m
+        .status_write_failures
+        .get_or_create(&StatusWriteFailureLabels {
+            write: String::new(),
+            reason: String::new(),
+        });
 }
