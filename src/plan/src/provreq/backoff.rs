@@ -24,7 +24,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use dra_sim::ObjectRef;
 
-use super::{ProvisioningRequestReport, RequestOutcome};
+use super::api::{ProvisioningRequestReport, RequestOutcome};
 
 /// The key of a request's backoff: its UID, as upstream keys it, or
 /// `namespace/name` when the input has none.
@@ -236,6 +236,17 @@ impl RetryBackoff {
                 used: self.uses,
             },
         );
+    }
+}
+
+// Here rather than beside the report type: the key is this module's rule, and
+// the report's module stays a leaf.
+impl ProvisioningRequestReport {
+    /// The key of its retry backoff: the UID, as upstream keys it, or
+    /// `namespace/name` when the input has no UID.
+    #[must_use]
+    pub fn backoff_key(&self) -> String {
+        key(&self.uid, &self.provisioning_request)
     }
 }
 

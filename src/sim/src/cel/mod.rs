@@ -110,6 +110,7 @@ mod literals;
 mod quantity;
 mod semver;
 mod shape;
+mod static_types;
 
 #[cfg(test)]
 mod conformance;
