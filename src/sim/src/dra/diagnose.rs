@@ -243,48 +243,35 @@ fn allocated_note(named: &[String], taken: usize) -> String {
 fn funnel(search: &mut Search<'_, '_>, key: RKey) -> Funnel {
     let mut funnel = Funnel::default();
     let pools = search.chk.pools;
-    for (pool_idx, pool) in pools.iter().enumerate() {
-        if !pool.usable() {
+    for dev in DevRef::of_usable_pools(pools) {
+        if !matches_selectors(search, key, dev) {
             continue;
         }
-        for (slice_idx, slice) in pool.slices.iter().enumerate() {
-            for device_idx in 0..slice.devices.len() {
-                let dev = DevRef {
-                    pool: pool_idx,
-                    slice: slice_idx,
-                    device: device_idx,
-                    flat: pool.offsets[slice_idx] + device_idx,
-                };
-                if !matches_selectors(search, key, dev) {
-                    continue;
-                }
-                funnel.matched += 1;
-                let device = &slice.devices[device_idx];
-                let data = search.request_of(key);
-                if !data.admin && search.states[pool_idx].exclusive[dev.flat] {
-                    if funnel.allocated.len() < NAMED_ALLOCATED {
-                        funnel.allocated.push(device.name.clone());
-                    }
-                    continue;
-                }
-                funnel.free += 1;
-                if let Some(reason) = taint_reason(search, key, device) {
-                    funnel.taint_example.get_or_insert(reason);
-                    continue;
-                }
-                funnel.untainted += 1;
-                if let Some(reason) = counter_reason(search, key, dev) {
-                    funnel.counter_example.get_or_insert(reason);
-                    continue;
-                }
-                funnel.counters += 1;
-                if let Some(reason) = capacity_reason(search, key, dev) {
-                    funnel.capacity_example.get_or_insert(reason);
-                    continue;
-                }
-                funnel.capacity += 1;
+        funnel.matched += 1;
+        let device = &pools[dev.pool].slices[dev.slice].devices[dev.device];
+        let data = search.request_of(key);
+        if !data.admin && search.states[dev.pool].exclusive[dev.flat] {
+            if funnel.allocated.len() < NAMED_ALLOCATED {
+                funnel.allocated.push(device.name.clone());
             }
+            continue;
         }
+        funnel.free += 1;
+        if let Some(reason) = taint_reason(search, key, device) {
+            funnel.taint_example.get_or_insert(reason);
+            continue;
+        }
+        funnel.untainted += 1;
+        if let Some(reason) = counter_reason(search, key, dev) {
+            funnel.counter_example.get_or_insert(reason);
+            continue;
+        }
+        funnel.counters += 1;
+        if let Some(reason) = capacity_reason(search, key, dev) {
+            funnel.capacity_example.get_or_insert(reason);
+            continue;
+        }
+        funnel.capacity += 1;
     }
     funnel
 }

@@ -117,26 +117,13 @@ fn selector_fails_somewhere(
 ) -> bool {
     let pools = search.chk.pools;
     let claim_object = search.claims[claim];
-    for (pool_idx, pool) in pools.iter().enumerate() {
-        if !pool.usable() {
-            continue;
-        }
-        for (slice_idx, slice) in pool.slices.iter().enumerate() {
-            for device_idx in 0..slice.devices.len() {
-                let dev = DevRef {
-                    pool: pool_idx,
-                    slice: slice_idx,
-                    device: device_idx,
-                    flat: pool.offsets[slice_idx] + device_idx,
-                };
-                let data = match &search.slots[claim][request] {
-                    Slot::Exact(data) => data,
-                    Slot::FirstAvailable(subs) => &subs[sub],
-                };
-                if selectable(&mut search.chk, claim_object, data, dev).is_err() {
-                    return true;
-                }
-            }
+    for dev in DevRef::of_usable_pools(pools) {
+        let data = match &search.slots[claim][request] {
+            Slot::Exact(data) => data,
+            Slot::FirstAvailable(subs) => &subs[sub],
+        };
+        if selectable(&mut search.chk, claim_object, data, dev).is_err() {
+            return true;
         }
     }
     false
@@ -148,30 +135,17 @@ fn candidates(search: &mut Search<'_, '_>, claim: usize, request: usize) -> Opti
     let pools = search.chk.pools;
     let claim_object = search.claims[claim];
     let mut out = Vec::new();
-    for (pool_idx, pool) in pools.iter().enumerate() {
-        if !pool.usable() {
+    for dev in DevRef::of_usable_pools(pools) {
+        if search.states[dev.pool].exclusive[dev.flat] {
             continue;
         }
-        for (slice_idx, slice) in pool.slices.iter().enumerate() {
-            for device_idx in 0..slice.devices.len() {
-                let dev = DevRef {
-                    pool: pool_idx,
-                    slice: slice_idx,
-                    device: device_idx,
-                    flat: pool.offsets[slice_idx] + device_idx,
-                };
-                if search.states[pool_idx].exclusive[dev.flat] {
-                    continue;
-                }
-                let Slot::Exact(data) = &search.slots[claim][request] else {
-                    return None;
-                };
-                match selectable(&mut search.chk, claim_object, data, dev) {
-                    Ok(true) => out.push(dev),
-                    Ok(false) => {}
-                    Err(_) => return None,
-                }
-            }
+        let Slot::Exact(data) = &search.slots[claim][request] else {
+            return None;
+        };
+        match selectable(&mut search.chk, claim_object, data, dev) {
+            Ok(true) => out.push(dev),
+            Ok(false) => {}
+            Err(_) => return None,
         }
     }
     Some(out)

@@ -44,6 +44,28 @@ pub(crate) struct DevRef {
 }
 
 impl DevRef {
+    /// Every device of the usable pools (invalid ones are skipped, as the
+    /// allocator skips them), in the allocator's order: pool, slice, device.
+    pub fn of_usable_pools(pools: &[Pool]) -> impl Iterator<Item = DevRef> + '_ {
+        pools
+            .iter()
+            .enumerate()
+            .filter(|(_, pool)| pool.usable())
+            .flat_map(|(pool_idx, pool)| {
+                pool.slices
+                    .iter()
+                    .enumerate()
+                    .flat_map(move |(slice_idx, slice)| {
+                        (0..slice.devices.len()).map(move |device_idx| DevRef {
+                            pool: pool_idx,
+                            slice: slice_idx,
+                            device: device_idx,
+                            flat: pool.offsets[slice_idx] + device_idx,
+                        })
+                    })
+            })
+    }
+
     /// A key unique within one call.
     pub fn key(self) -> u64 {
         ((self.pool as u64) << 32) | self.flat as u64
