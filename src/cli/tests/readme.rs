@@ -133,7 +133,25 @@ fn the_first_command_plans_the_scale_up_of_a_gpu_gang() {
         .take_while(|l| l.starts_with("  "))
         .map(str::trim)
         .collect();
+    // Each scale-up line is followed by its reasons, `- ...`.
+    let (why, scale_ups): (Vec<&str>, Vec<&str>) =
+        scale_ups.into_iter().partition(|l| l.starts_with("- "));
     assert_eq!(scale_ups.len(), 2, "two groups grow:\n{text}");
+    // Why the third machine is on demand: the reservation holds 3, one is
+    // running, the plan takes the other 2; and the reserved group, free,
+    // comes first for the gang.
+    let used_up = "reservation cr-0a1b2c3d4e5f60718 is used up: 3 of 3 instances in use or planned";
+    assert!(
+        why.contains(&format!("- no room for more: {used_up}").as_str()),
+        "the reserved group says its reservation is used up:\n{text}"
+    );
+    assert!(
+        why.contains(
+            &format!("- h200-reserved comes first for ml/llama-finetune but has no room for more: {used_up}")
+                .as_str()
+        ),
+        "the on-demand group says why it is used:\n{text}"
+    );
     assert!(
         scale_ups
             .iter()

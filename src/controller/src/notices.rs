@@ -231,6 +231,7 @@ mod tests {
             capacity_type: CapacityType::OnDemand,
             price_per_hour: 2.0,
             min_count: 2,
+            why: Vec::new(),
         }
     }
 

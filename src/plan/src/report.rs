@@ -30,6 +30,12 @@ pub struct ScaleUp {
     /// served to land: an atomic increase asks the provider for at least this
     /// many or none.
     pub min_count: usize,
+    /// Why the plan stops where it does, in words: the limit this group
+    /// reached (its `maxSize`, its reservation's remaining slots), and the
+    /// groups serving the same gangs whose limit sent the rest here. Empty
+    /// when no limit shaped the choice.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub why: Vec<String>,
 }
 
 impl ScaleUp {
@@ -116,6 +122,9 @@ impl PlanReport {
                 s.price_per_hour,
                 s.pod_group_list()
             );
+            for why in &s.why {
+                let _ = writeln!(out, "    - {why}");
+            }
         }
         let _ = writeln!(out, "POD GROUPS");
         for g in &self.pod_groups {

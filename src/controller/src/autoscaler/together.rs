@@ -275,6 +275,7 @@ mod tests {
             capacity_type: CapacityType::OnDemand,
             price_per_hour: 1.0,
             min_count: 1,
+            why: Vec::new(),
         }
     }
 

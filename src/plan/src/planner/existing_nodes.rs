@@ -38,7 +38,14 @@ impl Planner<'_> {
                 if !self.node_in_domain(node_index, domain) {
                     continue;
                 }
-                match self.snapshot.check(pod_index, node_index, pod_claims) {
+                // Only the first refusal in a restricted domain is reported.
+                let explain = !domain.is_anywhere() && attempt.existing_refusal.is_none();
+                let verdict = if explain {
+                    self.snapshot.check(pod_index, node_index, pod_claims)
+                } else {
+                    self.snapshot.check_fit(pod_index, node_index, pod_claims)
+                };
+                match verdict {
                     Verdict::Fits(allocations) => {
                         self.snapshot.refused_before(signature, node_index);
                         self.place(

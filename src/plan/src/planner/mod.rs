@@ -44,6 +44,7 @@ mod domains;
 mod existing_nodes;
 mod expander;
 mod gangs;
+mod limits;
 mod new_nodes;
 mod pack;
 mod probe;
@@ -319,9 +320,11 @@ fn run(
                 capacity_type: group.spec.capacity_type,
                 price_per_hour: group.spec.price_per_hour * count as f64,
                 min_count: min_count.max(1),
+                why: Vec::new(),
             }
         })
         .collect();
+    planner.explain_limits(&mut report.scale_ups);
     planner.report_consumers(&stand_ins, &mut report);
     let upcoming: BTreeMap<String, String> = planner.snapshot.nodes()
         [planner.cluster_nodes..planner.upcoming_end]

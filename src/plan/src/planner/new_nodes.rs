@@ -191,7 +191,7 @@ impl Planner<'_> {
                 still.push(pod_index);
                 continue;
             }
-            match self.snapshot.check(pod_index, node_index, pod_claims) {
+            match self.snapshot.check_fit(pod_index, node_index, pod_claims) {
                 Verdict::Fits(allocations) => {
                     self.place(
                         attempt,

@@ -201,7 +201,13 @@ impl Planner<'_> {
             if result.refusal.is_some() && self.surely_too_full(pod_index, node_index, group) {
                 continue;
             }
-            match self.snapshot.check(pod_index, node_index, pod_claims) {
+            // Only the first refusal is reported: later ones need no words.
+            let verdict = if result.refusal.is_none() {
+                self.snapshot.check(pod_index, node_index, pod_claims)
+            } else {
+                self.snapshot.check_fit(pod_index, node_index, pod_claims)
+            };
+            match verdict {
                 Verdict::Fits(allocations) => {
                     // PodRequests as NodeResourcesFit counts them (init
                     // containers, sidecars, overhead), not a container sum.

@@ -161,68 +161,84 @@ impl Refusal {
         self.plugin
     }
 
+    /// Which refusal it is.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self.kind {
+            RefusalKind::UnknownNode => Code::UnknownNode,
+            RefusalKind::NotInPreFilterResult => Code::NotInPreFilterResult,
+            RefusalKind::Unschedulable => Code::NodeUnschedulable,
+            RefusalKind::NodeName => Code::NodeNameMismatch,
+            RefusalKind::Taint(_) => Code::UntoleratedTaint,
+            RefusalKind::NodeAffinity => Code::NodeAffinityMismatch,
+            RefusalKind::NodePorts => Code::HostPortsTaken,
+            RefusalKind::Resources(_) => Code::InsufficientResources,
+            RefusalKind::Spread(SpreadRefusal::MissingLabel) => Code::SpreadMissingLabel,
+            RefusalKind::Spread(SpreadRefusal::Skew) => Code::SpreadSkew,
+            RefusalKind::Affinity(AffinityRefusal::Affinity) => Code::PodAffinityMismatch,
+            RefusalKind::Affinity(AffinityRefusal::AntiAffinity) => Code::PodAntiAffinityMismatch,
+            RefusalKind::Affinity(AffinityRefusal::ExistingAntiAffinity) => {
+                Code::ExistingPodAntiAffinityMismatch
+            }
+        }
+    }
+
+    /// The refusal as a reason with its plugin and code only: no words, no
+    /// node. For callers that throw the reason away (a first-fit scan), so
+    /// refusing allocates nothing.
+    #[must_use]
+    pub fn unexplained(&self) -> Reason {
+        Reason {
+            plugin: self.plugin,
+            code: self.code(),
+            node: None,
+            detail: Words::default(),
+        }
+    }
+
     /// The reason as a value, printing upstream's words. `pod` and `node`
     /// must be the ones the check ran with (the taint and resource names
     /// come from them).
     #[must_use]
     pub fn reason(&self, pod: &PreparedPod, node: &Node) -> Reason {
         let name = node.metadata.name.as_deref();
-        let (code, words): (Code, String) = match self.kind {
-            RefusalKind::UnknownNode => (
-                Code::UnknownNode,
-                format!(
-                    "node {:?} is not in the filter state (add it with add_node first)",
-                    name.unwrap_or_default()
+        let words: String = match self.kind {
+            RefusalKind::UnknownNode => format!(
+                "node {:?} is not in the filter state (add it with add_node first)",
+                name.unwrap_or_default()
+            ),
+            RefusalKind::NotInPreFilterResult => node_affinity::PREFILTER_REASON.into(),
+            RefusalKind::Unschedulable => node_unschedulable::REASON.into(),
+            RefusalKind::NodeName => node_name::REASON.into(),
+            RefusalKind::Taint(index) => node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .and_then(|t| t.get(index))
+                .map_or_else(
+                    || "node(s) had untolerated taint(s)".into(),
+                    taint_toleration::reason,
                 ),
-            ),
-            RefusalKind::NotInPreFilterResult => (
-                Code::NotInPreFilterResult,
-                node_affinity::PREFILTER_REASON.into(),
-            ),
-            RefusalKind::Unschedulable => {
-                (Code::NodeUnschedulable, node_unschedulable::REASON.into())
+            RefusalKind::NodeAffinity => node_affinity::REASON.into(),
+            RefusalKind::NodePorts => node_ports::REASON.into(),
+            RefusalKind::Resources(mask) => node_resources_fit::reason(&pod.request, mask),
+            RefusalKind::Spread(SpreadRefusal::MissingLabel) => {
+                pod_topology_spread::MISSING_LABEL_REASON.into()
             }
-            RefusalKind::NodeName => (Code::NodeNameMismatch, node_name::REASON.into()),
-            RefusalKind::Taint(index) => (
-                Code::UntoleratedTaint,
-                node.spec
-                    .as_ref()
-                    .and_then(|s| s.taints.as_ref())
-                    .and_then(|t| t.get(index))
-                    .map_or_else(
-                        || "node(s) had untolerated taint(s)".into(),
-                        taint_toleration::reason,
-                    ),
-            ),
-            RefusalKind::NodeAffinity => (Code::NodeAffinityMismatch, node_affinity::REASON.into()),
-            RefusalKind::NodePorts => (Code::HostPortsTaken, node_ports::REASON.into()),
-            RefusalKind::Resources(mask) => (
-                Code::InsufficientResources,
-                node_resources_fit::reason(&pod.request, mask),
-            ),
-            RefusalKind::Spread(SpreadRefusal::MissingLabel) => (
-                Code::SpreadMissingLabel,
-                pod_topology_spread::MISSING_LABEL_REASON.into(),
-            ),
-            RefusalKind::Spread(SpreadRefusal::Skew) => {
-                (Code::SpreadSkew, pod_topology_spread::REASON.into())
+            RefusalKind::Spread(SpreadRefusal::Skew) => pod_topology_spread::REASON.into(),
+            RefusalKind::Affinity(AffinityRefusal::Affinity) => {
+                inter_pod_affinity::AFFINITY_REASON.into()
             }
-            RefusalKind::Affinity(AffinityRefusal::Affinity) => (
-                Code::PodAffinityMismatch,
-                inter_pod_affinity::AFFINITY_REASON.into(),
-            ),
-            RefusalKind::Affinity(AffinityRefusal::AntiAffinity) => (
-                Code::PodAntiAffinityMismatch,
-                inter_pod_affinity::ANTI_AFFINITY_REASON.into(),
-            ),
-            RefusalKind::Affinity(AffinityRefusal::ExistingAntiAffinity) => (
-                Code::ExistingPodAntiAffinityMismatch,
-                inter_pod_affinity::EXISTING_ANTI_AFFINITY_REASON.into(),
-            ),
+            RefusalKind::Affinity(AffinityRefusal::AntiAffinity) => {
+                inter_pod_affinity::ANTI_AFFINITY_REASON.into()
+            }
+            RefusalKind::Affinity(AffinityRefusal::ExistingAntiAffinity) => {
+                inter_pod_affinity::EXISTING_ANTI_AFFINITY_REASON.into()
+            }
         };
         Reason {
             plugin: self.plugin,
-            code,
+            code: self.code(),
             node: name.map(str::to_string),
             detail: Words::text(words),
         }

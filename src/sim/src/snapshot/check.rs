@@ -28,6 +28,29 @@ impl Snapshot {
     /// Runs the filters, checks the pod's allocated claims are usable here,
     /// then allocates its other claims. Nothing is committed.
     pub fn check(&mut self, pod_index: usize, node_index: usize, claims: &PodClaims) -> Verdict {
+        self.check_explaining(pod_index, node_index, claims, true)
+    }
+
+    /// [`Snapshot::check`] for callers that only ask whether the pod fits:
+    /// the same verdict, but a filter's refusal carries its code and plugin
+    /// without words or node (spelling them out allocates, and a first-fit
+    /// scan over thousands of nodes throws every refusal away).
+    pub fn check_fit(
+        &mut self,
+        pod_index: usize,
+        node_index: usize,
+        claims: &PodClaims,
+    ) -> Verdict {
+        self.check_explaining(pod_index, node_index, claims, false)
+    }
+
+    fn check_explaining(
+        &mut self,
+        pod_index: usize,
+        node_index: usize,
+        claims: &PodClaims,
+        explain: bool,
+    ) -> Verdict {
         for key in &claims.allocated {
             self.parse_allocation_selector(key);
         }
@@ -76,7 +99,11 @@ impl Snapshot {
         let pod = &self.pods[pod_index];
         let node_name = node.metadata.name.as_deref();
         if let Err(refusal) = self.filters.check(prepared, node_index, node) {
-            return Verdict::Refused(refusal.reason(prepared, node));
+            return Verdict::Refused(if explain {
+                refusal.reason(prepared, node)
+            } else {
+                refusal.unexplained()
+            });
         }
         let extended = if prepared.extended_via_dra.is_empty() {
             None

@@ -297,7 +297,7 @@ impl Planner<'_> {
         let start = self.snapshot.scan_start(signature).max(first_open);
         for node_index in start..self.snapshot.nodes().len() {
             if let Verdict::Fits(allocations) =
-                self.snapshot.check(pod_index, node_index, pod_claims)
+                self.snapshot.check_fit(pod_index, node_index, pod_claims)
             {
                 self.snapshot.refused_before(signature, node_index);
                 self.snapshot
@@ -343,7 +343,7 @@ impl Planner<'_> {
                     left_over.push(pod_index);
                     continue;
                 };
-                match self.snapshot.check(pod_index, node_index, pod_claims) {
+                match self.snapshot.check_fit(pod_index, node_index, pod_claims) {
                     Verdict::Fits(allocations) => {
                         landed[slot] += 1;
                         self.place(
@@ -416,7 +416,7 @@ impl Planner<'_> {
                 continue;
             }
             if let Verdict::Fits(allocations) =
-                self.snapshot.check(pod_index, node_index, pod_claims)
+                self.snapshot.check_fit(pod_index, node_index, pod_claims)
             {
                 self.snapshot
                     .bind(pod_index, node_index, pod_claims, allocations);
@@ -451,7 +451,7 @@ impl Planner<'_> {
                 continue;
             };
             if !matches!(
-                self.snapshot.check(pod_index, phantom, pod_claims),
+                self.snapshot.check_fit(pod_index, phantom, pod_claims),
                 Verdict::Fits(_)
             ) {
                 continue;
@@ -482,7 +482,7 @@ impl Planner<'_> {
         pass.opened.push(c);
         pass.opened_per_class[c] += 1;
         pass.holds.push(0);
-        match self.snapshot.check(pod_index, node_index, pod_claims) {
+        match self.snapshot.check_fit(pod_index, node_index, pod_claims) {
             Verdict::Fits(allocations) => {
                 self.snapshot
                     .bind(pod_index, node_index, pod_claims, allocations);
