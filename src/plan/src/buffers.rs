@@ -102,17 +102,17 @@ pub(crate) enum BufferError {
     NoRef,
     /// The PodTemplate named by `podTemplateRef`.
     #[error(transparent)]
-    PodTemplate(TemplateError),
+    PodTemplate(Box<TemplateError>),
     /// The object named by `scalableRef`.
     #[error("spec.scalableRef: {0}")]
-    ScalableRef(TemplateError),
+    ScalableRef(Box<TemplateError>),
     /// The template does not make a pod.
     #[error("{origin}: {error}")]
     Pod {
         /// Where the template came from (`PodTemplate t`, `Deployment d`).
         origin: String,
         /// Why.
-        error: TemplateError,
+        error: Box<TemplateError>,
     },
     /// `spec.replicas` or `spec.percentage` that is not a count.
     #[error("field spec.{field}: expected a non-negative integer, got {got}")]
@@ -214,7 +214,8 @@ fn read_buffer(obj: &ExtraObject, extra: &[ExtraObject]) -> Buffer {
                 return Err(BufferError::BothRefs);
             }
             (Some(t), None) => (
-                pod_template(extra, &name.namespace, t).map_err(BufferError::PodTemplate)?,
+                pod_template(extra, &name.namespace, t)
+                    .map_err(|e| BufferError::PodTemplate(Box::new(e)))?,
                 format!("PodTemplate {t}"),
                 None,
             ),
@@ -227,7 +228,7 @@ fn read_buffer(obj: &ExtraObject, extra: &[ExtraObject]) -> Buffer {
                     get("kind"),
                     get("name"),
                 )
-                .map_err(BufferError::ScalableRef)?;
+                .map_err(|e| BufferError::ScalableRef(Box::new(e)))?;
                 (
                     template,
                     format!("{} {}", get("kind"), get("name")),
@@ -257,7 +258,7 @@ fn read_buffer(obj: &ExtraObject, extra: &[ExtraObject]) -> Buffer {
             )
             .map_err(|error| BufferError::Pod {
                 origin: source.clone(),
-                error,
+                error: Box::new(error),
             })
         };
         let probe = make(0)?;

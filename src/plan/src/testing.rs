@@ -51,8 +51,8 @@ pub enum ReplayError {
     Claims {
         /// The pod.
         pod: String,
-        /// Why.
-        reason: Reason,
+        /// Why (boxed: a reason is larger than an error should be).
+        reason: Box<Reason>,
     },
     /// The scheduler would not accept the pod where the plan put it.
     #[error("{pod} on {node}: {verdict}")]
@@ -131,7 +131,7 @@ pub fn replay(
             .resolve_claims(pod_index)
             .map_err(|reason| ReplayError::Claims {
                 pod: pod.pod.clone(),
-                reason,
+                reason: Box::new(reason),
             })?;
         match snapshot.check(pod_index, node_index, &claims) {
             Verdict::Fits(allocations) => {
