@@ -34,7 +34,7 @@ fn merge(base: &mut Value, change: &Value) {
 /// What the controller says of `spec`: `None` when it plans with it.
 fn controller_verdict(spec: &Value) -> Option<String> {
     let spec: dra_api::NodeGroupSpec = serde_json::from_value(spec.clone()).unwrap();
-    dra_plan::groups::check(&spec).err()
+    dra_plan::groups::check(&spec).err().map(|e| e.to_string())
 }
 
 #[test]

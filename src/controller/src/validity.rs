@@ -88,7 +88,7 @@ pub fn decode(objects: Vec<Arc<DynamicObject>>) -> (Vec<Arc<NodeGroup>>, Vec<Unu
                     usable.push(Arc::new(group));
                     continue;
                 }
-                Err(message) => (INVALID_SPEC, message),
+                Err(problems) => (INVALID_SPEC, problems.to_string()),
             },
             Err(message) => (DECODE_FAILED, message),
         };

@@ -131,18 +131,28 @@ pub struct PlanArgs {
 /// `--feature-gates` as clap checks it: every entry `Name=true|false` with a
 /// gate kube-scheduler knows (which gates exist does not depend on the
 /// version).
-fn feature_gates_flag(value: &str) -> Result<String, String> {
+fn feature_gates_flag(value: &str) -> Result<String, GateError> {
     FeatureGates::default()
         .apply_flag(value)
         .map(|()| value.to_string())
-        .map_err(|e| e.to_string())
+}
+
+/// A duration flag clap refuses (clap prints it after the flag's name).
+#[derive(Debug, thiserror::Error)]
+enum DurationFlagError {
+    /// Not a duration.
+    #[error("{0}")]
+    Parse(#[from] k8s_openapi::jiff::Error),
+    /// A negative duration.
+    #[error("must not be negative, got {0}")]
+    Negative(String),
 }
 
 /// A duration flag that may be zero but not negative.
-fn not_negative(value: &str) -> Result<SignedDuration, String> {
-    let duration: SignedDuration = value.parse().map_err(|e| format!("{e}"))?;
+fn not_negative(value: &str) -> Result<SignedDuration, DurationFlagError> {
+    let duration: SignedDuration = value.parse()?;
     if duration.is_negative() {
-        return Err(format!("must not be negative, got {value}"));
+        return Err(DurationFlagError::Negative(value.to_string()));
     }
     Ok(duration)
 }

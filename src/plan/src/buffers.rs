@@ -18,14 +18,15 @@
 
 use dra_sim::ObjectRef;
 use dra_sim::objects::ExtraObject;
+use dra_sim::quantity::QuantityError;
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::provreq::API_GROUP;
 use crate::templates::{
-    created_at, group_of, pod_from_template, pod_request_nanos, pod_template, ref_of,
-    scalable_template,
+    TemplateError, created_at, group_of, pod_from_template, pod_request_nanos, pod_template,
+    ref_of, scalable_template,
 };
 
 /// Kind of a CapacityBuffer.
@@ -89,32 +90,92 @@ pub struct CapacityBufferReport {
     pub reasons: Vec<String>,
 }
 
-fn int_field(spec: Option<&Value>, field: &str) -> Result<Option<u64>, String> {
+/// Why a CapacityBuffer was not read; shown after `CapacityBuffer <name>: `
+/// in the buffer's `error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BufferError {
+    /// Both template sources are set.
+    #[error("spec: podTemplateRef and scalableRef are both set; exactly one is allowed")]
+    BothRefs,
+    /// Neither template source is set.
+    #[error("spec: one of podTemplateRef and scalableRef is required")]
+    NoRef,
+    /// The PodTemplate named by `podTemplateRef`.
+    #[error(transparent)]
+    PodTemplate(Box<TemplateError>),
+    /// The object named by `scalableRef`.
+    #[error("spec.scalableRef: {0}")]
+    ScalableRef(Box<TemplateError>),
+    /// The template does not make a pod.
+    #[error("{origin}: {error}")]
+    Pod {
+        /// Where the template came from (`PodTemplate t`, `Deployment d`).
+        origin: String,
+        /// Why.
+        error: Box<TemplateError>,
+    },
+    /// `spec.replicas` or `spec.percentage` that is not a count.
+    #[error("field spec.{field}: expected a non-negative integer, got {got}")]
+    NotACount {
+        /// The field.
+        field: &'static str,
+        /// The value found, as JSON.
+        got: String,
+    },
+    /// `spec.limits` that is not a map.
+    #[error("field spec.limits: expected a map, got {0}")]
+    LimitsNotAMap(String),
+    /// A limit that is neither a string nor a number.
+    #[error("field spec.limits.{resource}: {got} is not a quantity")]
+    LimitNotAQuantity {
+        /// The resource.
+        resource: String,
+        /// The value found, as JSON.
+        got: String,
+    },
+    /// A limit that does not parse as a quantity.
+    #[error("field spec.limits.{resource}: {error}")]
+    LimitQuantity {
+        /// The resource.
+        resource: String,
+        /// The parser's error.
+        error: QuantityError,
+    },
+    /// Nothing gives the buffer a size.
+    #[error("spec: replicas, percentage (with scalableRef) or limits must give a size")]
+    NoSize,
+}
+
+fn int_field(spec: Option<&Value>, field: &'static str) -> Result<Option<u64>, BufferError> {
     match spec.and_then(|s| s.get(field)) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| format!("field spec.{field}: expected a non-negative integer, got {v}")),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| BufferError::NotACount {
+            field,
+            got: v.to_string(),
+        }),
     }
 }
 
 /// How many chunks of `pod` fit within `limits` (resource → quantity):
 /// the smallest of limit ÷ request over the resources the chunk requests.
-fn chunks_within(limits: &serde_json::Map<String, Value>, pod: &Pod) -> Result<u64, String> {
+fn chunks_within(limits: &serde_json::Map<String, Value>, pod: &Pod) -> Result<u64, BufferError> {
     let mut fit = u64::MAX;
     for (resource, limit) in limits {
         let text = match limit {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
             other => {
-                return Err(format!(
-                    "field spec.limits.{resource}: {other} is not a quantity"
-                ));
+                return Err(BufferError::LimitNotAQuantity {
+                    resource: resource.clone(),
+                    got: other.to_string(),
+                });
             }
         };
-        let limit = dra_sim::quantity::nano_value(&text)
-            .map_err(|e| format!("field spec.limits.{resource}: {e}"))?;
+        let limit =
+            dra_sim::quantity::nano_value(&text).map_err(|error| BufferError::LimitQuantity {
+                resource: resource.clone(),
+                error,
+            })?;
         if let Some(request) = pod_request_nanos(pod, resource).filter(|&r| r > 0) {
             let n = (limit.max(0) / request).min(i128::from(u32::MAX));
             fit = fit.min(u64::try_from(n).unwrap_or(0));
@@ -143,20 +204,18 @@ fn read_buffer(obj: &ExtraObject, extra: &[ExtraObject]) -> Buffer {
         ));
         return buffer;
     }
-    let result = (|| -> Result<(String, Vec<Pod>), String> {
+    let result = (|| -> Result<(String, Vec<Pod>), BufferError> {
         let template_ref = spec
             .and_then(|s| s.pointer("/podTemplateRef/name"))
             .and_then(Value::as_str);
         let scalable = spec.and_then(|s| s.get("scalableRef"));
         let (template, source, scalable_replicas) = match (template_ref, scalable) {
             (Some(_), Some(_)) => {
-                return Err(
-                    "spec: podTemplateRef and scalableRef are both set; exactly one is allowed"
-                        .into(),
-                );
+                return Err(BufferError::BothRefs);
             }
             (Some(t), None) => (
-                pod_template(extra, &name.namespace, t)?,
+                pod_template(extra, &name.namespace, t)
+                    .map_err(|e| BufferError::PodTemplate(Box::new(e)))?,
                 format!("PodTemplate {t}"),
                 None,
             ),
@@ -169,7 +228,7 @@ fn read_buffer(obj: &ExtraObject, extra: &[ExtraObject]) -> Buffer {
                     get("kind"),
                     get("name"),
                 )
-                .map_err(|e| format!("spec.scalableRef: {e}"))?;
+                .map_err(|e| BufferError::ScalableRef(Box::new(e)))?;
                 (
                     template,
                     format!("{} {}", get("kind"), get("name")),
@@ -177,7 +236,7 @@ fn read_buffer(obj: &ExtraObject, extra: &[ExtraObject]) -> Buffer {
                 )
             }
             (None, None) => {
-                return Err("spec: one of podTemplateRef and scalableRef is required".into());
+                return Err(BufferError::NoRef);
             }
         };
         let replicas = int_field(spec, "replicas")?;
@@ -197,23 +256,23 @@ fn read_buffer(obj: &ExtraObject, extra: &[ExtraObject]) -> Buffer {
                 &[(BUFFER_ANNOTATION, &name.name)],
                 created.as_ref(),
             )
-            .map_err(|e| format!("{source}: {e}"))
+            .map_err(|error| BufferError::Pod {
+                origin: source.clone(),
+                error: Box::new(error),
+            })
         };
         let probe = make(0)?;
         let cap = match spec.and_then(|s| s.get("limits")) {
             None | Some(Value::Null) => None,
             Some(Value::Object(limits)) => Some(chunks_within(limits, &probe)?),
-            Some(other) => return Err(format!("field spec.limits: expected a map, got {other}")),
+            Some(other) => return Err(BufferError::LimitsNotAMap(other.to_string())),
         };
         let count = match (wanted, cap) {
             (Some(w), Some(c)) => w.min(c),
             (Some(w), None) => w,
             (None, Some(c)) if c != u64::MAX => c,
             (None, _) => {
-                return Err(
-                    "spec: replicas, percentage (with scalableRef) or limits must give a size"
-                        .into(),
-                );
+                return Err(BufferError::NoSize);
             }
         };
         let pods = (0..count).map(make).collect::<Result<Vec<_>, _>>()?;

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use dra_api::{CapacityType, NODE_GROUP_API_VERSION, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec};
+use dra_api::{
+    CapacityType, NODE_GROUP_API_VERSION, NODE_GROUP_LABEL, NodeGroup, NodeGroupSpec,
+    ValidationError,
+};
 use dra_sim::objects::ExtraObject;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceSlice;
@@ -53,16 +56,70 @@ impl Group {
 /// shares (the controller, `simulate`, the providers).
 ///
 /// # Errors
-/// Every problem, each naming its field, joined by `; `.
-pub fn check(spec: &NodeGroupSpec) -> Result<(), String> {
-    spec.validate().map_err(|invalid| {
-        invalid
-            .errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ")
-    })
+/// Every problem, each naming its field (printed joined by `; `).
+pub fn check(spec: &NodeGroupSpec) -> Result<(), SpecProblems> {
+    spec.validate()
+        .map_err(|invalid| SpecProblems(invalid.errors))
+}
+
+/// Why a NodeGroup spec cannot be planned for: every problem
+/// [`NodeGroupSpec::validate`] found, printed joined by `; ` (without the
+/// "invalid node group spec" prefix: status conditions and events name the
+/// group already).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", join(.0))]
+pub struct SpecProblems(pub Vec<ValidationError>);
+
+fn join(errors: &[ValidationError]) -> String {
+    let words: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    words.join("; ")
+}
+
+/// Why a group may get no more nodes ([`Budget::left`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoRoom {
+    /// The group is at `maxSize` before planning.
+    #[error("max size reached: {size} of {max} nodes ({running} running, {upcoming} upcoming)")]
+    MaxSize {
+        /// Running plus upcoming nodes.
+        size: usize,
+        /// `maxSize`.
+        max: usize,
+        /// Running nodes.
+        running: usize,
+        /// Upcoming nodes.
+        upcoming: usize,
+    },
+    /// The group's reservation ends within `--min-reservation-left`.
+    #[error("reservation {id} ends at {end} (less than {within} from now)")]
+    ReservationEnding {
+        /// The reservation id.
+        id: String,
+        /// Its end time.
+        end: Timestamp,
+        /// `--min-reservation-left`, as a flag spells it.
+        within: String,
+    },
+    /// Nodes planned already use the room `maxSize` left.
+    #[error(
+        "max size reached: {planned} new node(s) planned use the group's remaining {remaining}"
+    )]
+    PlannedUpToMaxSize {
+        /// Nodes planned for the group.
+        planned: usize,
+        /// Room before planning.
+        remaining: usize,
+    },
+    /// The reservation's instances are all in use or planned.
+    #[error("reservation {id} is used up: {used} of {total} instances in use or planned")]
+    ReservationUsedUp {
+        /// The reservation id.
+        id: String,
+        /// Instances in use or planned.
+        used: usize,
+        /// The reservation's instances.
+        total: usize,
+    },
 }
 
 /// Reads the NodeGroups among `extra`, checking each ([`check`]); invalid ones become
@@ -114,7 +171,7 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
             }
         };
         if let Err(e) = check(&group.spec) {
-            errors.push(error(e));
+            errors.push(error(e.to_string()));
             continue;
         }
         let upcoming = group
@@ -142,7 +199,7 @@ pub fn read_groups(extra: &[ExtraObject], nodes: &[Node]) -> (Vec<Group>, Vec<Gr
 #[derive(Debug, Clone)]
 pub struct Budget {
     /// Per group: room by `maxSize` (and end time), or why there is none.
-    by_size: Vec<Result<usize, String>>,
+    by_size: Vec<Result<usize, NoRoom>>,
     /// Per group: its reservation id, if reserved.
     reservation_of: Vec<Option<String>>,
     /// Per reservation id: (slots left before planning, total).
@@ -178,10 +235,12 @@ impl Budget {
                 let size = group.current + group.upcoming;
                 let max = usize::try_from(group.spec.max_size.max(0)).unwrap_or(0);
                 if size >= max {
-                    return Err(format!(
-                        "max size reached: {size} of {max} nodes ({} running, {} upcoming)",
-                        group.current, group.upcoming
-                    ));
+                    return Err(NoRoom::MaxSize {
+                        size,
+                        max,
+                        running: group.current,
+                        upcoming: group.upcoming,
+                    });
                 }
                 if let (Some(r), Some(now)) = (&group.spec.reservation, now)
                     && let Some(end) = r.end_time.as_ref()
@@ -190,12 +249,11 @@ impl Budget {
                         .checked_add(min_reservation_left)
                         .unwrap_or(Timestamp::MAX);
                     if end.0 <= horizon {
-                        return Err(format!(
-                            "reservation {} ends at {} (less than {} from now)",
-                            r.id,
-                            end.0,
-                            friendly(min_reservation_left)
-                        ));
+                        return Err(NoRoom::ReservationEnding {
+                            id: r.id.clone(),
+                            end: end.0,
+                            within: friendly(min_reservation_left),
+                        });
                     }
                 }
                 Ok(max - size)
@@ -216,13 +274,14 @@ impl Budget {
     ///
     /// # Errors
     /// The limit that leaves no room, in words.
-    pub fn left(&self, group: usize, planned: impl Fn(usize) -> usize) -> Result<usize, String> {
+    pub fn left(&self, group: usize, planned: impl Fn(usize) -> usize) -> Result<usize, NoRoom> {
         let by_size = self.by_size[group].clone()?;
         let mine = planned(group);
         if mine >= by_size {
-            return Err(format!(
-                "max size reached: {mine} new node(s) planned use the group's remaining {by_size}"
-            ));
+            return Err(NoRoom::PlannedUpToMaxSize {
+                planned: mine,
+                remaining: by_size,
+            });
         }
         let mut left = by_size - mine;
         if let Some(id) = &self.reservation_of[group] {
@@ -232,10 +291,11 @@ impl Budget {
                 .map(&planned)
                 .sum();
             if planned_in_reservation >= slots {
-                return Err(format!(
-                    "reservation {id} is used up: {} of {total} instances in use or planned",
-                    total - slots + planned_in_reservation
-                ));
+                return Err(NoRoom::ReservationUsedUp {
+                    id: id.clone(),
+                    used: total - slots + planned_in_reservation,
+                    total,
+                });
             }
             left = left.min(slots - planned_in_reservation);
         }
@@ -303,8 +363,10 @@ mod tests {
             check(&spec(serde_json::json!({"cpu": "4", "memory": "64Gi"}))),
             Ok(())
         );
-        let error = check(&spec(serde_json::json!({"cpu": "lots", "memory": "1.5Gi"})))
+        let problems = check(&spec(serde_json::json!({"cpu": "lots", "memory": "1.5Gi"})))
             .expect_err("lots is no quantity");
+        assert_eq!(problems.0.len(), 1, "{problems:?}");
+        let error = problems.to_string();
         assert!(error.starts_with("spec.template.capacity.cpu: "), "{error}");
         assert!(error.contains("\"lots\""), "{error}");
         assert!(!error.contains("memory"), "{error}");

@@ -62,6 +62,63 @@ pub fn created_at(obj: &ExtraObject) -> Option<Time> {
         .and_then(|v| serde_json::from_value(v.clone()).ok())
 }
 
+/// Why a pod template could not be found or read, in the words a
+/// CapacityBuffer's or ProvisioningRequest's status shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// `scalableRef` names a kind that has no pod template we read.
+    #[error(
+        "scalableRef kind {kind} (API group {api_group:?}) is not supported: expected apps Deployment, ReplicaSet or StatefulSet, or batch Job"
+    )]
+    UnsupportedKind {
+        /// The kind.
+        kind: String,
+        /// Its API group.
+        api_group: String,
+    },
+    /// The object is not in the snapshot.
+    #[error("{kind} {object} not found")]
+    NotFound {
+        /// `PodTemplate` or the scalable kind.
+        kind: String,
+        /// The object.
+        object: ObjectRef,
+    },
+    /// The object has no pod template at `field`.
+    #[error("{kind} {object}: field {field} is missing")]
+    NoTemplate {
+        /// `PodTemplate` or the scalable kind.
+        kind: String,
+        /// The object.
+        object: ObjectRef,
+        /// `template` or `spec.template`.
+        field: &'static str,
+    },
+    /// A replica count that is not a non-negative integer.
+    #[error("{kind} {object}: field spec.{field}: expected a non-negative integer, got {got}")]
+    BadCount {
+        /// The scalable kind.
+        kind: String,
+        /// The object.
+        object: ObjectRef,
+        /// `replicas` or `parallelism`.
+        field: &'static str,
+        /// The value found, as JSON.
+        got: String,
+    },
+    /// The template has no `spec`.
+    #[error("field template.spec is missing")]
+    NoPodSpec,
+    /// The template is not a valid pod template.
+    #[error("field template.{path}: {message}")]
+    InvalidPod {
+        /// The offending field's path inside the template.
+        path: String,
+        /// The decoder's message.
+        message: String,
+    },
+}
+
 /// The `template` of the PodTemplate `name` in `namespace`.
 ///
 /// # Errors
@@ -71,7 +128,8 @@ pub fn pod_template<'a>(
     extra: &'a [ExtraObject],
     namespace: &str,
     name: &str,
-) -> Result<&'a Value, String> {
+) -> Result<&'a Value, TemplateError> {
+    let shown = || ObjectRef::new(namespace, name);
     let object = extra
         .iter()
         .find(|o| {
@@ -80,11 +138,18 @@ pub fn pod_template<'a>(
                 r.namespace == namespace && r.name == name
             }
         })
-        .ok_or_else(|| format!("PodTemplate {namespace}/{name} not found"))?;
+        .ok_or_else(|| TemplateError::NotFound {
+            kind: "PodTemplate".into(),
+            object: shown(),
+        })?;
     object
         .value
         .get("template")
-        .ok_or_else(|| format!("PodTemplate {namespace}/{name}: field template is missing"))
+        .ok_or_else(|| TemplateError::NoTemplate {
+            kind: "PodTemplate".into(),
+            object: shown(),
+            field: "template",
+        })
 }
 
 /// A scalable object's pod template and replica count (`spec.replicas`,
@@ -98,16 +163,17 @@ pub fn scalable_template<'a>(
     api_group: &str,
     kind: &str,
     name: &str,
-) -> Result<(&'a Value, u64), String> {
+) -> Result<(&'a Value, u64), TemplateError> {
     if !STAND_IN_KINDS[3..]
         .iter()
         .any(|&(g, k)| g == api_group && k == kind)
     {
-        return Err(format!(
-            "scalableRef kind {kind} (API group {api_group:?}) is not supported: expected apps Deployment, ReplicaSet or StatefulSet, or batch Job"
-        ));
+        return Err(TemplateError::UnsupportedKind {
+            kind: kind.to_string(),
+            api_group: api_group.to_string(),
+        });
     }
-    let shown = format!("{kind} {namespace}/{name}");
+    let shown = || ObjectRef::new(namespace, name);
     let object = extra
         .iter()
         .find(|o| {
@@ -116,11 +182,18 @@ pub fn scalable_template<'a>(
                 r.namespace == namespace && r.name == name
             }
         })
-        .ok_or_else(|| format!("{shown} not found"))?;
+        .ok_or_else(|| TemplateError::NotFound {
+            kind: kind.to_string(),
+            object: shown(),
+        })?;
     let spec = object.value.get("spec");
-    let template = spec
-        .and_then(|s| s.get("template"))
-        .ok_or_else(|| format!("{shown}: field spec.template is missing"))?;
+    let template =
+        spec.and_then(|s| s.get("template"))
+            .ok_or_else(|| TemplateError::NoTemplate {
+                kind: kind.to_string(),
+                object: shown(),
+                field: "spec.template",
+            })?;
     let count_field = if kind == "Job" {
         "parallelism"
     } else {
@@ -128,8 +201,11 @@ pub fn scalable_template<'a>(
     };
     let replicas = match spec.and_then(|s| s.get(count_field)) {
         None | Some(Value::Null) => 1,
-        Some(v) => v.as_u64().ok_or_else(|| {
-            format!("{shown}: field spec.{count_field}: expected a non-negative integer, got {v}")
+        Some(v) => v.as_u64().ok_or_else(|| TemplateError::BadCount {
+            kind: kind.to_string(),
+            object: shown(),
+            field: count_field,
+            got: v.to_string(),
         })?,
     };
     Ok((template, replicas))
@@ -147,9 +223,14 @@ pub fn pod_from_template(
     name: &ObjectRef,
     annotations: &[(&str, &str)],
     created: Option<&Time>,
-) -> Result<Pod, String> {
-    let spec: PodTemplateSpec = serde_path_to_error::deserialize(template.clone())
-        .map_err(|e| format!("field template.{}: {}", e.path(), e.inner()))?;
+) -> Result<Pod, TemplateError> {
+    let spec: PodTemplateSpec =
+        serde_path_to_error::deserialize(template.clone()).map_err(|e| {
+            TemplateError::InvalidPod {
+                path: e.path().to_string(),
+                message: e.inner().to_string(),
+            }
+        })?;
     let mut meta = spec.metadata.unwrap_or_default();
     meta.name = Some(name.name.clone());
     meta.namespace = Some(name.namespace.clone());
@@ -164,14 +245,16 @@ pub fn pod_from_template(
     }
     let mut pod = Pod {
         metadata: meta,
-        spec: Some(spec.spec.ok_or("field template.spec is missing")?),
+        spec: Some(spec.spec.ok_or(TemplateError::NoPodSpec)?),
         status: None,
     };
     if let Some(spec) = pod.spec.as_mut() {
         spec.node_name = None;
     }
-    dra_sim::defaults::pod(&mut pod)
-        .map_err(|e| format!("field template.{}: {}", e.field, e.message))?;
+    dra_sim::defaults::pod(&mut pod).map_err(|e| TemplateError::InvalidPod {
+        path: e.field.to_string(),
+        message: e.message.to_string(),
+    })?;
     Ok(pod)
 }
 

@@ -7,12 +7,64 @@
 
 use std::collections::HashMap;
 
+use dra_sim::reason::Reason;
 use dra_sim::report::Outcome;
 use dra_sim::snapshot::{Snapshot, Verdict, key_string, object_key};
 use dra_sim::{ClusterObjects, FeatureGates};
 
 use crate::PlanReport;
 use crate::groups::{read_groups, template_node};
+
+/// Why a plan does not replay.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplayError {
+    /// A pod placed on a new node without naming the node or its group.
+    #[error("{pod}: fits-new-node without node or group")]
+    NoNewNode {
+        /// The pod, as the plan names it.
+        pod: String,
+    },
+    /// A placement on a group that is not in the objects.
+    #[error("{pod}: unknown group {group}")]
+    UnknownGroup {
+        /// The pod.
+        pod: String,
+        /// The group.
+        group: String,
+    },
+    /// A placed pod that is not in the objects.
+    #[error("{pod} is not in the snapshot")]
+    UnknownPod {
+        /// The pod.
+        pod: String,
+    },
+    /// A placement on a node that is neither existing nor planned.
+    #[error("{pod}: node {node} missing")]
+    UnknownNode {
+        /// The pod.
+        pod: String,
+        /// The node.
+        node: String,
+    },
+    /// The pod's claims do not resolve.
+    #[error("{pod}: {reason}")]
+    Claims {
+        /// The pod.
+        pod: String,
+        /// Why (boxed: a reason is larger than an error should be).
+        reason: Box<Reason>,
+    },
+    /// The scheduler would not accept the pod where the plan put it.
+    #[error("{pod} on {node}: {verdict}")]
+    Refused {
+        /// The pod.
+        pod: String,
+        /// The node.
+        node: String,
+        /// The verdict, as `Debug` prints it.
+        verdict: String,
+    },
+}
 
 /// Replays a plan in a fresh snapshot of `objects`: the planned nodes are
 /// added from their groups' templates, then every pod the plan placed is
@@ -28,7 +80,7 @@ pub fn replay(
     objects: &ClusterObjects,
     gates: FeatureGates,
     report: &PlanReport,
-) -> Result<usize, String> {
+) -> Result<usize, ReplayError> {
     let (groups, _) = read_groups(&objects.extra, &objects.nodes);
     let mut snapshot = Snapshot::new(objects.clone(), gates);
     let mut new_nodes = 0;
@@ -37,13 +89,17 @@ pub fn replay(
             continue;
         }
         let (Some(node), Some(group)) = (&pod.node, &pod.node_group) else {
-            return Err(format!("{}: fits-new-node without node or group", pod.pod));
+            return Err(ReplayError::NoNewNode {
+                pod: pod.pod.clone(),
+            });
         };
         if snapshot.node_index(node).is_none() {
-            let group = groups
-                .iter()
-                .find(|g| &g.name == group)
-                .ok_or_else(|| format!("{}: unknown group {group}", pod.pod))?;
+            let group = groups.iter().find(|g| &g.name == group).ok_or_else(|| {
+                ReplayError::UnknownGroup {
+                    pod: pod.pod.clone(),
+                    group: group.clone(),
+                }
+            })?;
             let (node, slices) = template_node(group, node);
             snapshot.add_node(node, slices);
             new_nodes += 1;
@@ -61,19 +117,33 @@ pub fn replay(
         }
         let pod_index = *index_of
             .get(&pod.pod)
-            .ok_or_else(|| format!("{} is not in the snapshot", pod.pod))?;
+            .ok_or_else(|| ReplayError::UnknownPod {
+                pod: pod.pod.clone(),
+            })?;
         let node = pod.node.as_deref().unwrap_or_default();
         let node_index = snapshot
             .node_index(node)
-            .ok_or_else(|| format!("{}: node {node} missing", pod.pod))?;
+            .ok_or_else(|| ReplayError::UnknownNode {
+                pod: pod.pod.clone(),
+                node: node.to_string(),
+            })?;
         let claims = snapshot
             .resolve_claims(pod_index)
-            .map_err(|e| e.to_string())?;
+            .map_err(|reason| ReplayError::Claims {
+                pod: pod.pod.clone(),
+                reason: Box::new(reason),
+            })?;
         match snapshot.check(pod_index, node_index, &claims) {
             Verdict::Fits(allocations) => {
                 snapshot.bind(pod_index, node_index, &claims, allocations);
             }
-            other => return Err(format!("{} on {node}: {other:?}", pod.pod)),
+            other => {
+                return Err(ReplayError::Refused {
+                    pod: pod.pod.clone(),
+                    node: node.to_string(),
+                    verdict: format!("{other:?}"),
+                });
+            }
         }
     }
     Ok(new_nodes)

@@ -190,8 +190,8 @@ spec:
     assert!(fits(&mut s, "web-1", "node-a"));
     s.rollback(checkpoint);
     assert!(!fits(&mut s, "web-1", "node-a"));
-    assert!(
-        s.unbind(index(&s, "web-1")).is_err(),
-        "a pending pod is not bound"
-    );
+    let err = s
+        .unbind(index(&s, "web-1"))
+        .expect_err("a pending pod is not bound");
+    assert_eq!(err.0.name, "web-1", "the error names the pod");
 }

@@ -10,7 +10,7 @@ use super::domains::Domain;
 use super::expander::{Choice, waste};
 use super::{Attempt, Planner};
 use crate::gang::Gang;
-use crate::groups::template_node;
+use crate::groups::{NoRoom, template_node};
 
 impl Planner<'_> {
     /// Opens new nodes in `domain` for the waiting members: the best group
@@ -153,7 +153,7 @@ impl Planner<'_> {
 
     /// How many more nodes of `group` the budget allows, counting the
     /// attempt's own.
-    fn room_left(&self, group: usize, attempt: &Attempt) -> Result<usize, String> {
+    fn room_left(&self, group: usize, attempt: &Attempt) -> Result<usize, NoRoom> {
         self.budget.left(group, |g| {
             self.used[g] + attempt.new_nodes.get(&g).copied().unwrap_or(0)
         })
@@ -236,7 +236,7 @@ impl Planner<'_> {
             let room = match self.room_left(group, attempt) {
                 Ok(room) => room,
                 Err(reason) => {
-                    rejected.insert(group, reason);
+                    rejected.insert(group, reason.to_string());
                     continue;
                 }
             };

@@ -207,42 +207,40 @@ pub const PROCESSOR_INSTANCE_PARAMETER: &str = "processorInstance";
 /// class is the instance name followed by the check-capacity class (a form
 /// upstream deprecates); without an instance, a request naming one is left
 /// alone.
-fn served_class(class: &str, requested: &str, instance: &str) -> Result<&'static str, String> {
+fn served_class(class: &str, requested: &str, instance: &str) -> Result<&'static str, NotServed> {
     if class == BEST_EFFORT_ATOMIC_CLASS {
         // The parameter is for check-capacity requests only.
         return if instance.is_empty() {
             Ok(BEST_EFFORT_ATOMIC_CLASS)
         } else {
-            Err(format!(
-                "provisioning class {BEST_EFFORT_ATOMIC_CLASS} is not served by check-capacity processor instance {instance:?}"
-            ))
+            Err(NotServed::BestEffortAtomicWithInstance {
+                instance: instance.to_string(),
+            })
         };
     }
-    let other_instance = |this: &str| {
-        format!(
-            "parameter {PROCESSOR_INSTANCE_PARAMETER}={requested:?} names another autoscaler instance ({this})"
-        )
-    };
     if instance.is_empty() {
         return if class != CHECK_CAPACITY_CLASS {
-            Err(format!(
-                "provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS} or {BEST_EFFORT_ATOMIC_CLASS}"
-            ))
+            Err(NotServed::UnknownClass {
+                class: class.to_string(),
+            })
         } else if !requested.is_empty() {
-            Err(other_instance(
-                "--check-capacity-processor-instance is not set",
-            ))
+            Err(NotServed::InstanceNotSet {
+                requested: requested.to_string(),
+            })
         } else {
             Ok(CHECK_CAPACITY_CLASS)
         };
     }
     if !requested.is_empty() {
         return if class != CHECK_CAPACITY_CLASS {
-            Err(format!(
-                "provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS}"
-            ))
+            Err(NotServed::NotCheckCapacity {
+                class: class.to_string(),
+            })
         } else if requested != instance {
-            Err(other_instance(&format!("this one is {instance:?}")))
+            Err(NotServed::OtherInstance {
+                requested: requested.to_string(),
+                instance: instance.to_string(),
+            })
         } else {
             Ok(CHECK_CAPACITY_CLASS)
         };
@@ -250,10 +248,69 @@ fn served_class(class: &str, requested: &str, instance: &str) -> Result<&'static
     if class.strip_prefix(instance) == Some(CHECK_CAPACITY_CLASS) {
         Ok(CHECK_CAPACITY_CLASS)
     } else {
-        Err(format!(
-            "provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS} with parameter {PROCESSOR_INSTANCE_PARAMETER}={instance:?}"
-        ))
+        Err(NotServed::NoInstanceParameter {
+            class: class.to_string(),
+            instance: instance.to_string(),
+        })
     }
+}
+
+/// Why this autoscaler instance leaves a ProvisioningRequest alone
+/// ([`served_class`]); shown as the request's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NotServed {
+    /// A best-effort-atomic request, and this run is a check-capacity
+    /// processor instance.
+    #[error(
+        "provisioning class {BEST_EFFORT_ATOMIC_CLASS} is not served by check-capacity processor instance {instance:?}"
+    )]
+    BestEffortAtomicWithInstance {
+        /// This run's instance.
+        instance: String,
+    },
+    /// A class we do not serve at all.
+    #[error(
+        "provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS} or {BEST_EFFORT_ATOMIC_CLASS}"
+    )]
+    UnknownClass {
+        /// The request's class.
+        class: String,
+    },
+    /// A request naming an instance whose class is not check-capacity.
+    #[error("provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS}")]
+    NotCheckCapacity {
+        /// The request's class.
+        class: String,
+    },
+    /// An instance run, and the request names no instance by parameter or
+    /// class prefix.
+    #[error(
+        "provisioning class {class:?} is not served: expected {CHECK_CAPACITY_CLASS} with parameter {PROCESSOR_INSTANCE_PARAMETER}={instance:?}"
+    )]
+    NoInstanceParameter {
+        /// The request's class.
+        class: String,
+        /// This run's instance.
+        instance: String,
+    },
+    /// The request names an instance, and this run is none.
+    #[error(
+        "parameter {PROCESSOR_INSTANCE_PARAMETER}={requested:?} names another autoscaler instance (--check-capacity-processor-instance is not set)"
+    )]
+    InstanceNotSet {
+        /// The instance the request names.
+        requested: String,
+    },
+    /// The request names another instance.
+    #[error(
+        "parameter {PROCESSOR_INSTANCE_PARAMETER}={requested:?} names another autoscaler instance (this one is {instance:?})"
+    )]
+    OtherInstance {
+        /// The instance the request names.
+        requested: String,
+        /// This run's instance.
+        instance: String,
+    },
 }
 
 /// How a plan reads requests: which it serves and when it retries them.
@@ -347,7 +404,7 @@ pub(crate) fn read_requests(
             class: class.clone(),
         };
         if let Err(why) = served {
-            request.stage = Stage::NotHandled(why);
+            request.stage = Stage::NotHandled(why.to_string());
             requests.push(request);
             continue;
         }

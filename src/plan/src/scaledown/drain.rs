@@ -76,7 +76,7 @@ impl Drainer {
         };
         for &pod in pods {
             if let Err(e) = snapshot.unbind(pod) {
-                return fail(snapshot, self, e);
+                return fail(snapshot, self, e.to_string());
             }
         }
         if frees_destinations {

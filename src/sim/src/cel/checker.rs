@@ -26,6 +26,7 @@ use kube_cel::cel::common::ast::{
 };
 use kube_cel::cel::common::types::{CelBool, CelString};
 
+pub(crate) use super::check_error::{CheckError, TypeError};
 use super::library::{
     ATTR_DOMAIN_PREFIX, CAP_DOMAIN_PREFIX, DECLARED, DEVICE_FIELDS, FIELD_PREFIX, INCLUDES, hidden,
 };
@@ -41,38 +42,31 @@ pub(crate) const MAX_DEPTH: usize = 250;
 ///
 /// Returns whether the expression reads `device` at all: one that does not
 /// gives the same verdict for every device.
-pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<bool, String> {
+pub(crate) fn check(expr: &mut IdedExpr, decls: Declarations) -> Result<bool, CheckError> {
     let mut checker = Checker {
         decls,
         scope: Vec::new(),
         uses_device: false,
     };
-    let ty = checker
-        .visit(expr, 0)
-        .map_err(|m| format!("compilation failed: {m}"))?;
+    let ty = checker.visit(expr, 0)?;
     let uses_device = checker.uses_device;
     // Upstream reports this one without the "compilation failed" prefix.
     match ty {
         Ty::Bool | Ty::Dyn => Ok(uses_device),
-        other => Err(format!(
-            "must evaluate to bool or the unknown type, not {}",
-            other.name()
-        )),
+        other => Err(CheckError::NotBool(other.name())),
     }
 }
 
 /// Checks and rewrites `expr` whatever its result type, which it returns
 /// (the conformance tests evaluate expressions of every type).
 #[cfg(test)]
-pub(crate) fn check_any(expr: &mut IdedExpr, decls: Declarations) -> Result<Ty, String> {
+pub(crate) fn check_any(expr: &mut IdedExpr, decls: Declarations) -> Result<Ty, CheckError> {
     let mut checker = Checker {
         decls,
         scope: Vec::new(),
         uses_device: false,
     };
-    checker
-        .visit(expr, 0)
-        .map_err(|m| format!("compilation failed: {m}"))
+    Ok(checker.visit(expr, 0)?)
 }
 
 struct Checker {
@@ -141,8 +135,8 @@ fn string_literal(e: &IdedExpr) -> Option<&str> {
     }
 }
 
-fn no_field_selection(ty: Ty) -> String {
-    format!("type '{}' does not support field selection", ty.name())
+fn no_field_selection(ty: Ty) -> TypeError {
+    TypeError::NoFieldSelection(ty.name())
 }
 
 impl Checker {
@@ -154,21 +148,19 @@ impl Checker {
             .map(|(_, t)| *t)
     }
 
-    fn device_field(&self, field: &str) -> Result<Ty, String> {
+    fn device_field(&self, field: &str) -> Result<Ty, TypeError> {
         match field {
             "driver" => Ok(Ty::String),
             "attributes" => Ok(Ty::AttrOuter { canonical: true }),
             "capacity" => Ok(Ty::CapOuter { canonical: true }),
             "allowMultipleAllocations" if self.decls.allow_multiple_allocations => Ok(Ty::Bool),
-            _ => Err(format!("undefined field '{field}'")),
+            _ => Err(TypeError::UndefinedField(field.to_string())),
         }
     }
 
-    fn visit(&mut self, e: &mut IdedExpr, depth: usize) -> Result<Ty, String> {
+    fn visit(&mut self, e: &mut IdedExpr, depth: usize) -> Result<Ty, TypeError> {
         if depth > MAX_DEPTH {
-            return Err(format!(
-                "expression is nested more than {MAX_DEPTH} levels deep"
-            ));
+            return Err(TypeError::TooDeep);
         }
         let depth = depth + 1;
         match &mut e.expr {
@@ -188,7 +180,7 @@ impl Checker {
                     *e = device_literal();
                     Ok(Ty::Device { global: true })
                 }
-                None => Err(format!("undeclared reference to '{name}'")),
+                None => Err(TypeError::UndeclaredReference(name.clone())),
             },
             Expr::Select(select) => {
                 let (replacement, ty) = self.visit_select(select, depth)?;
@@ -219,14 +211,14 @@ impl Checker {
                             self.visit(&mut me.value, depth)?;
                         }
                         EntryExpr::StructField(f) => {
-                            return Err(format!("unexpected field {:?} in a map literal", f.field));
+                            return Err(TypeError::MapLiteralField(f.field.clone()));
                         }
                     }
                 }
                 Ok(Ty::Map)
             }
-            Expr::Struct(s) => Err(format!("undeclared reference to '{}'", s.type_name)),
-            Expr::Unspecified => Err("unsupported expression".to_string()),
+            Expr::Struct(s) => Err(TypeError::UndeclaredReference(s.type_name.clone())),
+            Expr::Unspecified => Err(TypeError::Unsupported),
         }
     }
 
@@ -235,7 +227,7 @@ impl Checker {
         &mut self,
         select: &mut SelectExpr,
         depth: usize,
-    ) -> Result<(Option<IdedExpr>, Ty), String> {
+    ) -> Result<(Option<IdedExpr>, Ty), TypeError> {
         let operand_ty = self.visit(&mut select.operand, depth)?;
         let field = select.field.clone();
         if select.test {
@@ -319,7 +311,7 @@ impl Checker {
         &mut self,
         c: &mut CallExpr,
         depth: usize,
-    ) -> Result<(Option<IdedExpr>, Ty), String> {
+    ) -> Result<(Option<IdedExpr>, Ty), TypeError> {
         let func = c.func_name.clone();
         match func.as_str() {
             operators::INDEX | operators::OPT_INDEX => return self.visit_index(c, depth),
@@ -351,7 +343,7 @@ impl Checker {
         let decl = DECLARED
             .get(func.as_str())
             .filter(|_| func != INCLUDES || self.decls.includes)
-            .ok_or_else(|| format!("undeclared reference to '{func}'"))?;
+            .ok_or_else(|| TypeError::UndeclaredReference(func.to_string()))?;
         let arities = if c.target.is_some() {
             decl.member
         } else {
@@ -375,7 +367,7 @@ impl Checker {
         &mut self,
         c: &mut CallExpr,
         depth: usize,
-    ) -> Result<Option<(Option<IdedExpr>, Ty)>, String> {
+    ) -> Result<Option<(Option<IdedExpr>, Ty)>, TypeError> {
         let func = c.func_name.as_str();
         let is_operator = matches!(
             func,
@@ -447,7 +439,7 @@ impl Checker {
         &mut self,
         c: &mut CallExpr,
         depth: usize,
-    ) -> Result<(Option<IdedExpr>, Ty), String> {
+    ) -> Result<(Option<IdedExpr>, Ty), TypeError> {
         let optional = c.func_name == operators::OPT_INDEX;
         let [map, key] = c.args.as_mut_slice() else {
             return Err(no_overload(&c.func_name, c.args.len()));
@@ -471,12 +463,11 @@ impl Checker {
             Ty::AttrInner => (None, Ty::Dyn),
             Ty::CapInner => (None, Ty::Quantity),
             t if t.is_scalar() || matches!(t, Ty::Device { .. }) => {
-                return Err(format!(
-                    "found no matching overload for '{}' applied to '({}, {})'",
-                    c.func_name,
-                    t.name(),
-                    key_ty.name()
-                ));
+                return Err(TypeError::NoOverloadTypes {
+                    function: c.func_name.clone(),
+                    left: t.name(),
+                    right: key_ty.name(),
+                });
             }
             _ => (None, Ty::Dyn),
         };
@@ -495,12 +486,12 @@ impl Checker {
         &mut self,
         c: &mut CallExpr,
         depth: usize,
-    ) -> Result<(Option<IdedExpr>, Ty), String> {
+    ) -> Result<(Option<IdedExpr>, Ty), TypeError> {
         let [operand, field] = c.args.as_mut_slice() else {
             return Err(no_overload(&c.func_name, c.args.len()));
         };
         let field = string_literal(field)
-            .ok_or_else(|| "optional field selection needs a field name".to_string())?
+            .ok_or(TypeError::OptionalFieldName)?
             .to_string();
         let operand_ty = self.visit(operand, depth)?;
         let operand = std::mem::take(operand);
@@ -541,12 +532,12 @@ impl Checker {
         &mut self,
         c: &mut CallExpr,
         depth: usize,
-    ) -> Result<(Option<IdedExpr>, Ty), String> {
+    ) -> Result<(Option<IdedExpr>, Ty), TypeError> {
         let [var, init, body] = c.args.as_mut_slice() else {
             return Err(no_overload("cel.bind", c.args.len()));
         };
         let Expr::Ident(name) = &var.expr else {
-            return Err("cel.bind() variable name must be a simple identifier".to_string());
+            return Err(TypeError::BindVariable);
         };
         let name = name.clone();
         let init_ty = self.visit(init, depth)?;
@@ -581,16 +572,13 @@ impl Checker {
         &mut self,
         comp: &mut ComprehensionExpr,
         depth: usize,
-    ) -> Result<Ty, String> {
+    ) -> Result<Ty, TypeError> {
         let range_ty = self.visit(&mut comp.iter_range, depth)?;
         let init_ty = self.visit(&mut comp.accu_init, depth)?;
         let element = match range_ty {
             Ty::AttrOuter { .. } | Ty::CapOuter { .. } | Ty::AttrInner | Ty::CapInner => Ty::String,
             t if t.is_scalar() || matches!(t, Ty::Device { .. }) => {
-                return Err(format!(
-                    "expression of type '{}' cannot be range of a comprehension",
-                    t.name()
-                ));
+                return Err(TypeError::NotARange(t.name()));
             }
             _ => Ty::Dyn,
         };
@@ -639,6 +627,9 @@ fn unwrap_accumulator_append(step: &mut IdedExpr, accu_var: &str) {
     }
 }
 
-fn no_overload(func: &str, argc: usize) -> String {
-    format!("found no matching overload for '{func}' applied to {argc} argument(s)")
+fn no_overload(func: &str, argc: usize) -> TypeError {
+    TypeError::NoOverloadArity {
+        function: func.to_string(),
+        argc,
+    }
 }

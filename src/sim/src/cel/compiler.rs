@@ -305,7 +305,7 @@ impl SelectorCompiler {
     fn compile_on_enough_stack(&self, expression: &str) -> Result<CompiledSelector, CelError> {
         let mut program = parse(expression)?;
         let uses_device = checker::check(&mut program, self.decls)
-            .map_err(|m| CelError::compile(expression, m))?;
+            .map_err(|m| CelError::compile(expression, m.to_string()))?;
         Ok(CompiledSelector {
             expression: expression.to_string(),
             program,

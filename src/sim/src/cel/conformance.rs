@@ -214,15 +214,26 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn evaluate(expr: &str, device: &CelDevice) -> Result<Value, String> {
-    let mut program = parse(expr).map_err(|e| e.message)?;
+/// Which stage refused a case, with its message (printed on a failure).
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error("parse: {0}")]
+    Parse(String),
+    #[error("check: {0}")]
+    Check(checker::CheckError),
+    #[error("runtime: {0}")]
+    Runtime(String),
+}
+
+fn evaluate(expr: &str, device: &CelDevice) -> Result<Value, Refused> {
+    let mut program = parse(expr).map_err(|e| Refused::Parse(e.message))?;
     let decls = Declarations {
         allow_multiple_allocations: true,
         includes: true,
     };
-    checker::check_any(&mut program, decls)?;
+    checker::check_any(&mut program, decls).map_err(Refused::Check)?;
     reset_budget();
-    Value::resolve(&program, device.scope()).map_err(|e| runtime_message(&e))
+    Value::resolve(&program, device.scope()).map_err(|e| Refused::Runtime(runtime_message(&e)))
 }
 
 #[test]
@@ -252,7 +263,9 @@ fn cel_spec_simple_cases() {
             (false, true) => {}
             (true, true) => failures.push(format!("{id}: listed as divergent but passes")),
             (false, false) => failures.push(format!(
-                "{id}: {expr:?} gave {got:?}, want {}",
+                "{id}: {expr:?} gave {}, want {}",
+                got.as_ref()
+                    .map_or_else(|e| format!("error {e}"), |v| format!("{v:?}")),
                 case.get("value")
                     .map_or_else(|| format!("error {}", case["error"]), ToString::to_string)
             )),

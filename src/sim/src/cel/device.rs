@@ -14,7 +14,7 @@ use super::library::{
     semver_value,
 };
 use super::quantity::Quantity;
-use super::semver::Semver;
+use super::semver::{Semver, SemverError};
 use crate::gates::FeatureGates;
 
 /// A device converted for CEL evaluation.
@@ -49,14 +49,23 @@ fn string(s: &str) -> Value {
     Value::String(Arc::new(s.to_string()))
 }
 
-fn parse_version(v: &str) -> Result<Value, String> {
-    Semver::parse(v)
-        .map(semver_value)
-        .map_err(|e| format!("parse semantic version: {e}"))
+/// Why a device attribute has no CEL value, in upstream's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum AttributeError {
+    /// A `version` that is not strict semver 2.0.0.
+    #[error("parse semantic version: {0}")]
+    Version(#[from] SemverError),
+    /// An attribute with none of the value fields set.
+    #[error("unsupported attribute value")]
+    Unsupported,
+}
+
+fn parse_version(v: &str) -> Result<Value, AttributeError> {
+    Ok(semver_value(Semver::parse(v)?))
 }
 
 /// Upstream's `getAttributeValue` (1.37): list forms first, then scalars.
-fn attribute_value(attr: &DeviceAttribute) -> Result<Value, String> {
+fn attribute_value(attr: &DeviceAttribute) -> Result<Value, AttributeError> {
     let list = |items: Vec<Value>| Value::List(Arc::new(items));
     if let Some(v) = &attr.ints {
         return Ok(list(v.iter().map(|i| Value::Int(*i)).collect()));
@@ -86,7 +95,7 @@ fn attribute_value(attr: &DeviceAttribute) -> Result<Value, String> {
     if let Some(v) = &attr.version {
         return parse_version(v);
     }
-    Err("unsupported attribute value".to_string())
+    Err(AttributeError::Unsupported)
 }
 
 fn is_list(attr: &DeviceAttribute) -> bool {

@@ -100,6 +100,7 @@
 //! selector while DRAListTypeAttributes is off) and the apiserver's
 //! NewExpressions environment (gated declarations follow the gates).
 
+mod check_error;
 mod checker;
 mod compiler;
 mod device;

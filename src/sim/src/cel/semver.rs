@@ -50,26 +50,81 @@ fn has_leading_zero(s: &str) -> bool {
     s.len() > 1 && s.starts_with('0')
 }
 
-/// Go's `strconv.ParseUint` error text for a decimal string.
-fn parse_u64(s: &str) -> Result<u64, String> {
-    s.parse().map_err(|e: std::num::ParseIntError| {
-        let reason = match e.kind() {
-            std::num::IntErrorKind::PosOverflow => "value out of range",
-            _ => "invalid syntax",
-        };
-        format!("strconv.ParseUint: parsing {s:?}: {reason}")
-    })
+/// Why a version string is not a semantic version, in blang/semver v4's
+/// words (and Go's `strconv.ParseUint`'s), which CEL programs can see.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SemverError {
+    /// The string is empty.
+    #[error("Version string empty")]
+    Empty,
+    /// Fewer than three dot-separated parts.
+    #[error("No Major.Minor.Patch elements found")]
+    NoMajorMinorPatch,
+    /// A short version (normalized parse) with pre-release or build data.
+    #[error("short version cannot contain PreRelease/Build meta data")]
+    ShortWithMeta,
+    /// A major, minor or patch part with a non-digit.
+    #[error("Invalid character(s) found in {part} number {value:?}")]
+    ComponentCharacters {
+        /// `major`, `minor` or `patch`.
+        part: &'static str,
+        /// The part as written.
+        value: String,
+    },
+    /// A major, minor or patch part with a leading zero.
+    #[error("{} number must not contain leading zeroes {value:?}", capitalise(.part))]
+    ComponentLeadingZero {
+        /// `major`, `minor` or `patch`.
+        part: &'static str,
+        /// The part as written.
+        value: String,
+    },
+    /// A number that `strconv.ParseUint` refuses.
+    #[error("strconv.ParseUint: parsing {value:?}: {}", if *.overflow { "value out of range" } else { "invalid syntax" })]
+    ParseUint {
+        /// The number as written.
+        value: String,
+        /// Out of range rather than bad syntax.
+        overflow: bool,
+    },
+    /// An empty pre-release identifier.
+    #[error("Prerelease is empty")]
+    PreReleaseEmpty,
+    /// A numeric pre-release identifier with a leading zero.
+    #[error("Numeric PreRelease version must not contain leading zeroes {0:?}")]
+    PreReleaseLeadingZero(String),
+    /// A pre-release identifier with a character outside `[0-9A-Za-z-]`.
+    #[error("Invalid character(s) found in prerelease {0:?}")]
+    PreReleaseCharacters(String),
+    /// An empty build identifier.
+    #[error("Build meta data is empty")]
+    BuildEmpty,
+    /// A build identifier with a character outside `[0-9A-Za-z-]`.
+    #[error("Invalid character(s) found in build meta data {0:?}")]
+    BuildCharacters(String),
 }
 
-fn parse_component(s: &str, what: &str) -> Result<u64, String> {
+/// Go's `strconv.ParseUint` for a decimal string.
+fn parse_u64(s: &str) -> Result<u64, SemverError> {
+    s.parse()
+        .map_err(|e: std::num::ParseIntError| SemverError::ParseUint {
+            value: s.to_string(),
+            overflow: matches!(e.kind(), std::num::IntErrorKind::PosOverflow),
+        })
+}
+
+fn parse_component(s: &str, part: &'static str) -> Result<u64, SemverError> {
     if !only(s, |b| b.is_ascii_digit()) {
-        return Err(format!("Invalid character(s) found in {what} number {s:?}"));
+        return Err(SemverError::ComponentCharacters {
+            part,
+            value: s.to_string(),
+        });
     }
     if has_leading_zero(s) {
-        return Err(format!(
-            "{} number must not contain leading zeroes {s:?}",
-            capitalise(what)
-        ));
+        return Err(SemverError::ComponentLeadingZero {
+            part,
+            value: s.to_string(),
+        });
     }
     parse_u64(s)
 }
@@ -85,14 +140,14 @@ fn capitalise(s: &str) -> String {
 impl Semver {
     /// blang/semver v4 `Parse`: exactly `MAJOR.MINOR.PATCH[-PRE][+BUILD]`,
     /// no `v` prefix, no leading zeros. Errors carry blang's wording.
-    pub(crate) fn parse(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse(s: &str) -> Result<Self, SemverError> {
         if s.is_empty() {
-            return Err("Version string empty".to_string());
+            return Err(SemverError::Empty);
         }
         let mut parts = s.splitn(3, '.');
         let (Some(major), Some(minor), Some(rest)) = (parts.next(), parts.next(), parts.next())
         else {
-            return Err("No Major.Minor.Patch elements found".to_string());
+            return Err(SemverError::NoMajorMinorPatch);
         };
         let major = parse_component(major, "major")?;
         let minor = parse_component(minor, "minor")?;
@@ -118,11 +173,9 @@ impl Semver {
                 .split('.')
                 .map(|part| {
                     if part.is_empty() {
-                        Err("Build meta data is empty".to_string())
+                        Err(SemverError::BuildEmpty)
                     } else if !only(part, is_alphanumeric_or_hyphen) {
-                        Err(format!(
-                            "Invalid character(s) found in build meta data {part:?}"
-                        ))
+                        Err(SemverError::BuildCharacters(part.to_string()))
                     } else {
                         Ok(part.to_string())
                     }
@@ -141,7 +194,7 @@ impl Semver {
     /// The CEL library's `normalizeAndParse`: drops one leading `v`, strips
     /// leading zeros from each of the first three dot-separated parts and
     /// pads a missing minor or patch with `0`.
-    pub(crate) fn parse_normalized(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse_normalized(s: &str) -> Result<Self, SemverError> {
         let s = s.strip_prefix('v').unwrap_or(s);
         let mut parts: Vec<String> = s
             .splitn(3, '.')
@@ -159,7 +212,7 @@ impl Semver {
             .collect();
         if parts.len() < 3 {
             if parts.last().is_some_and(|p| p.contains(['+', '-'])) {
-                return Err("short version cannot contain PreRelease/Build meta data".to_string());
+                return Err(SemverError::ShortWithMeta);
             }
             parts.resize(3, "0".to_string());
         }
@@ -185,22 +238,20 @@ impl Semver {
     }
 }
 
-fn parse_pre_release(s: &str) -> Result<PreRelease, String> {
+fn parse_pre_release(s: &str) -> Result<PreRelease, SemverError> {
     if s.is_empty() {
-        return Err("Prerelease is empty".to_string());
+        return Err(SemverError::PreReleaseEmpty);
     }
     if only(s, |b| b.is_ascii_digit()) {
         if has_leading_zero(s) {
-            return Err(format!(
-                "Numeric PreRelease version must not contain leading zeroes {s:?}"
-            ));
+            return Err(SemverError::PreReleaseLeadingZero(s.to_string()));
         }
         return parse_u64(s).map(PreRelease::Numeric);
     }
     if only(s, is_alphanumeric_or_hyphen) {
         return Ok(PreRelease::Alphanumeric(s.to_string()));
     }
-    Err(format!("Invalid character(s) found in prerelease {s:?}"))
+    Err(SemverError::PreReleaseCharacters(s.to_string()))
 }
 
 /// SemVer precedence; build metadata is ignored, as in blang's `Compare`.
@@ -299,12 +350,33 @@ mod tests {
             assert!(Semver::parse(bad).is_err(), "{bad} should be rejected");
         }
         assert_eq!(
-            Semver::parse("v1.0.0").err().as_deref(),
+            Semver::parse("v1.0.0")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("Invalid character(s) found in major number \"v1\"")
         );
         assert_eq!(
-            Semver::parse("1.02.0").err().as_deref(),
+            Semver::parse("1.02.0").err(),
+            Some(SemverError::ComponentLeadingZero {
+                part: "minor",
+                value: "02".into()
+            })
+        );
+        assert_eq!(
+            Semver::parse("1.02.0")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some("Minor number must not contain leading zeroes \"02\"")
+        );
+        // Go's strconv.ParseUint wording for a number past uint64.
+        assert_eq!(
+            Semver::parse("18446744073709551616.0.0")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
+            Some("strconv.ParseUint: parsing \"18446744073709551616\": value out of range")
         );
     }
 

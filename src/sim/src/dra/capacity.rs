@@ -51,29 +51,71 @@ fn use_milli(range: &Range, fractional: bool) -> bool {
     range.step.and_then(milli).is_none_or(|step| step >= 1)
 }
 
+/// Upstream's `errCapacityRequestNotRepresentable`: a request the range
+/// arithmetic cannot hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NotRepresentable {
+    /// The request has a finer part than a milli value (fractional path).
+    #[error(
+        "capacity request cannot be represented in the device's range arithmetic: request {request} is not a representable milli value"
+    )]
+    NotMilli {
+        /// The request, canonical.
+        request: String,
+    },
+    /// The request is above `MaxInt64` units (integer path).
+    #[error(
+        "capacity request cannot be represented in the device's range arithmetic: request {request} exceeds MaxInt64"
+    )]
+    ExceedsMaxInt64 {
+        /// The request, canonical.
+        request: String,
+    },
+    /// Rounding up to the next step overflows.
+    #[error(
+        "capacity request cannot be represented in the device's range arithmetic: rounding request {request} up to the next step passes {limit}"
+    )]
+    PastLimit {
+        /// The request, canonical.
+        request: String,
+        /// `MaxInt64` or `the milli-value range`.
+        limit: &'static str,
+    },
+}
+
+/// A device capacity whose consumption cannot be computed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("capacity {capacity:?}: {source}")]
+pub(crate) struct CapacityError {
+    /// The capacity's name.
+    pub capacity: String,
+    /// Why.
+    pub source: NotRepresentable,
+}
+
 /// Upstream `roundUpRange`: a request at or above `min` rounds up to the
 /// next step from `min`, written in the step's format.
 ///
 /// # Errors
 /// Upstream's `errCapacityRequestNotRepresentable`: the request or its
 /// rounded value does not fit the arithmetic used.
-fn round_up_range(requested: Value, range: &Range, fractional: bool) -> Result<Value, String> {
+fn round_up_range(
+    requested: Value,
+    range: &Range,
+    fractional: bool,
+) -> Result<Value, NotRepresentable> {
     if requested.amount < range.min.amount {
         return Ok(range.min);
     }
     let Some(step) = range.step else {
         return Ok(requested);
     };
-    let not_representable = |what: &str| {
-        format!("capacity request cannot be represented in the device's range arithmetic: {what}")
-    };
     let milli_path = use_milli(range, fractional);
     let (min, step_n, req) = if milli_path {
         let Some(req) = milli(requested) else {
-            return Err(not_representable(&format!(
-                "request {} is not a representable milli value",
-                requested.canonical()
-            )));
+            return Err(NotRepresentable::NotMilli {
+                request: requested.canonical(),
+            });
         };
         let (Some(min), Some(step_n)) = (milli(range.min), milli(step)) else {
             return Ok(requested);
@@ -81,10 +123,9 @@ fn round_up_range(requested: Value, range: &Range, fractional: bool) -> Result<V
         (min, step_n, req)
     } else {
         if units(requested) > MAX_INT64 {
-            return Err(not_representable(&format!(
-                "request {} exceeds MaxInt64",
-                requested.canonical()
-            )));
+            return Err(NotRepresentable::ExceedsMaxInt64 {
+                request: requested.canonical(),
+            });
         }
         (units(range.min), units(step), units(requested))
     };
@@ -105,10 +146,10 @@ fn round_up_range(requested: Value, range: &Range, fractional: bool) -> Result<V
         } else {
             "MaxInt64"
         };
-        return Err(not_representable(&format!(
-            "rounding request {} up to the next step passes {limit}",
-            requested.canonical()
-        )));
+        return Err(NotRepresentable::PastLimit {
+            request: requested.canonical(),
+            limit,
+        });
     }
     let scale = if milli_path {
         NANOS_PER_MILLI
@@ -130,7 +171,7 @@ pub(crate) fn consumed_value(
     requested: Option<&Value>,
     capacity: &CapacityEntry,
     fractional: bool,
-) -> Result<Value, String> {
+) -> Result<Value, NotRepresentable> {
     let Some(requested) = requested else {
         return Ok(match capacity.policy.as_ref().and_then(|p| p.default) {
             Some(default) => default,
@@ -200,7 +241,7 @@ pub(crate) fn fits(
     consumed: Option<&[Amount]>,
     allocating: Option<&[Amount]>,
     fractional: bool,
-) -> Result<Option<bool>, String> {
+) -> Result<Option<bool>, CapacityError> {
     if let Some(requested) = requested {
         for (name, _) in requested {
             if !device.capacities.iter().any(|c| &c.name == name) {
@@ -235,13 +276,17 @@ pub(crate) fn consumed_by(
     requested: Requested<'_>,
     device: &DeviceEntry,
     fractional: bool,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, CapacityError> {
     device
         .capacities
         .iter()
         .map(|c| {
-            consumed_value(requested_for(requested, &c.name), c, fractional)
-                .map_err(|e| format!("capacity {:?}: {e}", c.name))
+            consumed_value(requested_for(requested, &c.name), c, fractional).map_err(|source| {
+                CapacityError {
+                    capacity: c.name.clone(),
+                    source,
+                }
+            })
         })
         .collect()
 }

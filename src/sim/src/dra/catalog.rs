@@ -29,6 +29,7 @@ use super::pools::{Pool, counters_everywhere, gather};
 use super::requests::validate_claim;
 use super::results::assemble;
 use super::search::{RKey, Search, Stop};
+use super::select_error::GatherError;
 use super::state::{AllocatedState, FixedMap};
 use super::{
     AllocError, AllocateOutcome, AllocatorStats, Features, ShareIdGenerator, Variant, claim_ref,
@@ -43,7 +44,7 @@ struct NodeView {
     node_generation: u64,
     shared_generation: u64,
     pool_generations: Vec<(PoolKey, u64)>,
-    pools: Result<Vec<Pool>, String>,
+    pools: Result<Vec<Pool>, GatherError>,
     state_stamp: Option<u64>,
     states: Vec<PoolState>,
 }

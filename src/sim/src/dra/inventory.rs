@@ -10,13 +10,13 @@ use k8s_openapi::api::core::v1::NodeSelector;
 use k8s_openapi::api::resource::v1::{Device, DeviceTaint, DeviceTaintRule, ResourceSlice};
 
 use super::quantity::{Amount, Value};
-use crate::selectors::ParsedNodeSelector;
+use crate::selectors::{NodeSelectorError, ParsedNodeSelector};
 
 /// A node selector with its parse result.
 #[derive(Debug, Clone)]
 pub(crate) struct NodeSel {
     pub raw: NodeSelector,
-    pub parsed: Result<ParsedNodeSelector, String>,
+    pub parsed: Result<ParsedNodeSelector, NodeSelectorError>,
 }
 
 impl NodeSel {

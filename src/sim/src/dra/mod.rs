@@ -50,6 +50,7 @@ mod pools;
 mod requests;
 mod results;
 mod search;
+mod select_error;
 mod state;
 
 #[cfg(test)]

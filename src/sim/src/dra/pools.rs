@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Node;
 use super::Features;
 use super::inventory::{CounterSetEntry, SliceEntry};
 use super::quantity::Amount;
+use super::select_error::GatherError;
 use crate::selectors::node_matches;
 
 /// A pool as seen from one node.
@@ -127,7 +128,7 @@ pub(crate) fn gather<'a>(
     node: &Node,
     slices_for_node: impl Iterator<Item = &'a Arc<SliceEntry>>,
     all_of_pool: impl Fn(&str, &str) -> Vec<&'a Arc<SliceEntry>>,
-) -> Result<Gathered, String> {
+) -> Result<Gathered, GatherError> {
     let mut by_pool: BTreeMap<(String, String), Vec<&'a Arc<SliceEntry>>> = BTreeMap::new();
     for slice in slices_for_node {
         if !f.partitionable_devices
@@ -145,11 +146,9 @@ pub(crate) fn gather<'a>(
                 slice.all_nodes,
                 slice.node_selector.as_ref().map(|s| &s.parsed),
             )
-            .map_err(|e| {
-                format!(
-                    "failed to perform node selection for slice {}: {e}",
-                    slice.name
-                )
+            .map_err(|source| GatherError::Slice {
+                slice: slice.name.clone(),
+                source,
             })?
         } else if slice.per_device() {
             let mut any = false;
@@ -160,11 +159,10 @@ pub(crate) fn gather<'a>(
                     device.all_nodes,
                     device.node_selector.as_ref().map(|s| &s.parsed),
                 )
-                .map_err(|e| {
-                    format!(
-                        "failed to perform node selection for device {} in slice {}: {e}",
-                        device.name, slice.name
-                    )
+                .map_err(|source| GatherError::Device {
+                    device: device.name.clone(),
+                    slice: slice.name.clone(),
+                    source,
                 })?;
                 if hit {
                     any = true;

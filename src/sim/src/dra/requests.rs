@@ -14,6 +14,7 @@ use super::cel_cache::EvalError;
 use super::model::{Checker, ClassEntry, DevRef, Mode, RequestData, Slot};
 use super::pools::Pool;
 use super::quantity::Value;
+use super::select_error::{SelectError, SelectorOwner};
 use super::state::FixedMap;
 use super::{Variant, claim_ref};
 use crate::selectors::node_matches;
@@ -238,7 +239,7 @@ fn validate<'c>(
                             device: device_idx,
                             flat: pool.offsets[slice_idx] + device_idx,
                         };
-                        if !selectable(chk, claim, &data, dev)? {
+                        if !selectable(chk, claim, &data, dev).map_err(|e| e.to_string())? {
                             continue;
                         }
                         // Static capacity only (kubernetes#140769): a matching
@@ -297,7 +298,7 @@ pub(crate) fn selectable(
     claim: &ResourceClaim,
     data: &RequestData<'_>,
     dev: DevRef,
-) -> Result<bool, String> {
+) -> Result<bool, SelectError> {
     let pools: &[Pool] = chk.pools;
     let pool = &pools[dev.pool];
     let slice = &pool.slices[dev.slice];
@@ -306,12 +307,13 @@ pub(crate) fn selectable(
         return Ok(false);
     }
     let id = || format!("{}/{}/{}", pool.driver, pool.name, device.name);
-    for (i, selector) in data.class.selectors.iter().enumerate() {
+    for (index, selector) in data.class.selectors.iter().enumerate() {
+        let class = || SelectorOwner::Class(data.class.name.to_string());
         let Some(selector) = selector else {
-            return Err(format!(
-                "class {}: selector #{i}: CEL expression empty (unsupported selector type?)",
-                data.class.name
-            ));
+            return Err(SelectError::EmptyClassSelector {
+                class: data.class.name.to_string(),
+                index,
+            });
         };
         match chk
             .caches
@@ -319,40 +321,44 @@ pub(crate) fn selectable(
         {
             Ok(true) => {}
             Ok(false) => return Ok(false),
-            Err(EvalError::Compile(e)) => {
-                return Err(format!(
-                    "class {}: selector #{i}: CEL compile error: {e}",
-                    data.class.name
-                ));
+            Err(EvalError::Compile(message)) => {
+                return Err(SelectError::Compile {
+                    owner: class(),
+                    index,
+                    message,
+                });
             }
-            Err(EvalError::Runtime(e)) => {
-                return Err(format!(
-                    "class {}: selector #{i} on device {}: CEL runtime error: {e}",
-                    data.class.name,
-                    id()
-                ));
+            Err(EvalError::Runtime(message)) => {
+                return Err(SelectError::Runtime {
+                    owner: class(),
+                    index,
+                    device: id(),
+                    message,
+                });
             }
         }
     }
-    for (i, selector) in data.selectors.iter().enumerate() {
+    for (index, selector) in data.selectors.iter().enumerate() {
         match chk
             .caches
             .evaluate(chk.table, chk.gates, &slice.driver, device, *selector)
         {
             Ok(true) => {}
             Ok(false) => return Ok(false),
-            Err(EvalError::Compile(e)) => {
-                return Err(format!(
-                    "claim {}: selector #{i}: CEL compile error: {e}",
-                    claim_ref(claim)
-                ));
+            Err(EvalError::Compile(message)) => {
+                return Err(SelectError::Compile {
+                    owner: SelectorOwner::Claim(claim_ref(claim)),
+                    index,
+                    message,
+                });
             }
-            Err(EvalError::Runtime(e)) => {
-                return Err(format!(
-                    "claim {}: selector #{i} on device {}: CEL runtime error: {e}",
-                    claim_ref(claim),
-                    id()
-                ));
+            Err(EvalError::Runtime(message)) => {
+                return Err(SelectError::Runtime {
+                    owner: SelectorOwner::Claim(claim_ref(claim)),
+                    index,
+                    device: id(),
+                    message,
+                });
             }
         }
     }
@@ -365,12 +371,12 @@ pub(crate) fn selectable(
         return Ok(false);
     }
     if slice.per_device() {
-        return node_matches(
+        return Ok(node_matches(
             chk.node,
             device.node_name.as_deref(),
             device.all_nodes,
             device.node_selector.as_ref().map(|s| &s.parsed),
-        );
+        )?);
     }
     Ok(true)
 }

@@ -12,7 +12,7 @@
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
-use super::capacity;
+use super::capacity::{self, CapacityError};
 use super::compat_groups::GroupState;
 use super::constraints::Constraint;
 use super::device_taints::taint_prevents;
@@ -180,7 +180,7 @@ impl<'a, 'c> Search<'a, 'c> {
     /// Upstream `CmpRequestOverCapacity` against existing and in-flight
     /// consumption: `Ok(true)` when the request fits. A capacity the device
     /// lacks is a soft mismatch, like too little.
-    fn capacity_fits(&self, key: RKey, dev: DevRef) -> Result<bool, String> {
+    fn capacity_fits(&self, key: RKey, dev: DevRef) -> Result<bool, CapacityError> {
         let data = Self::data(&self.slots, key);
         let (_, device) = pool_of(self.chk.pools, dev);
         capacity::fits(
@@ -322,7 +322,9 @@ impl<'a, 'c> Search<'a, 'c> {
                     }
                     let claim = self.claims[r.claim];
                     let data = Self::data(&self.slots, r);
-                    if !selectable(&mut self.chk, claim, data, dev).map_err(Stop::Fatal)? {
+                    if !selectable(&mut self.chk, claim, data, dev)
+                        .map_err(|e| Stop::Fatal(e.to_string()))?
+                    {
                         continue;
                     }
                     if self.chk.f.consumable_capacity {
@@ -502,7 +504,7 @@ impl<'a, 'c> Search<'a, 'c> {
         Ok(Some(undo))
     }
 
-    fn capacity_error(&self, what: &str, r: RKey, dev: DevRef, e: &str) -> Stop {
+    fn capacity_error(&self, what: &str, r: RKey, dev: DevRef, e: &CapacityError) -> Stop {
         Stop::Fatal(format!(
             "claim {}, request {}: {what} for device {}: {e}",
             claim_ref(self.claims[r.claim]),

@@ -98,8 +98,21 @@ fn parse_terms(pod: &Pod, terms: &[PodAffinityTerm]) -> Result<Vec<Term>, Select
         .collect()
 }
 
+/// A pod affinity term that does not parse, as upstream's `NewPodInfo`
+/// reports it ("parsing pod: ...").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parsing pod: {terms}: {source}")]
+pub(crate) struct AffinityTermError {
+    /// Which list of terms: `requiredAffinityTerms`,
+    /// `requiredAntiAffinityTerms`, `preferredAffinityTerms` or
+    /// `preferredAntiAffinityTerms`.
+    pub terms: &'static str,
+    /// The selector's error.
+    pub source: SelectorParseError,
+}
+
 /// Parses the preferred terms only to surface errors, as `NewPodInfo` does.
-fn check_preferred(pod: &Pod) -> Result<(), String> {
+fn check_preferred(pod: &Pod) -> Result<(), AffinityTermError> {
     let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
     let preferred = affinity
         .and_then(|a| a.pod_affinity.as_ref())
@@ -124,7 +137,10 @@ fn check_preferred(pod: &Pod) -> Result<(), String> {
                 .and_then(|_| {
                     Selector::compile(weighted.pod_affinity_term.namespace_selector.as_ref())
                 })
-                .map_err(|e| format!("parsing pod: {what}: {e}"))?;
+                .map_err(|source| AffinityTermError {
+                    terms: what,
+                    source,
+                })?;
         }
     }
     Ok(())
@@ -229,11 +245,17 @@ pub(crate) fn prepare(
     index: &mut Index,
     nodes: &[NodeRecord],
     pods: &[PodRecord],
-) -> Result<PreparedAffinity, String> {
-    let affinity_terms = parse_terms(pod, required_pod_affinity(pod))
-        .map_err(|e| format!("parsing pod: requiredAffinityTerms: {e}"))?;
-    let anti_terms = parse_terms(pod, required_pod_anti_affinity(pod))
-        .map_err(|e| format!("parsing pod: requiredAntiAffinityTerms: {e}"))?;
+) -> Result<PreparedAffinity, AffinityTermError> {
+    let affinity_terms =
+        parse_terms(pod, required_pod_affinity(pod)).map_err(|source| AffinityTermError {
+            terms: "requiredAffinityTerms",
+            source,
+        })?;
+    let anti_terms =
+        parse_terms(pod, required_pod_anti_affinity(pod)).map_err(|source| AffinityTermError {
+            terms: "requiredAntiAffinityTerms",
+            source,
+        })?;
     check_preferred(pod)?;
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let labels = pod.metadata.labels.as_ref();

@@ -495,7 +495,7 @@ impl FilterState {
             .map_err(|e| Reason::new(Code::InvalidSpreadConstraint, e))?;
         let affinity =
             inter_pod_affinity::prepare(pod, &self.namespaces, &mut index, &self.nodes, &self.pods)
-                .map_err(|e| Reason::new(Code::InvalidAffinityTerm, e))?;
+                .map_err(|e| Reason::new(Code::InvalidAffinityTerm, e.to_string()))?;
         Ok(PreparedPod {
             extended_via_dra,
             node_name: spec.and_then(|s| s.node_name.clone()),

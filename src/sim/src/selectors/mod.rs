@@ -15,6 +15,9 @@ pub mod requirement;
 pub mod syntax;
 
 pub use label::{Selector, SelectorParseError};
-pub use node::{NODE_NAME_FIELD, ParsedNodeSelector, node_matches};
+pub use node::{
+    FieldError, NODE_NAME_FIELD, NodeMatchError, NodeSelectorError, ParsedNodeSelector,
+    RequirementProblem, node_matches,
+};
 pub use requirement::{Labels, Op, Requirement};
 pub use syntax::{is_dns1123_subdomain, is_qualified_name, is_valid_label_value};

@@ -28,8 +28,59 @@ pub const NODE_NAME_FIELD: &str = "metadata.name";
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ParsedNodeSelector {
     /// Non-empty terms, each parsed or with its errors.
-    terms: Vec<Result<Term, Vec<String>>>,
+    terms: Vec<Result<Term, Vec<FieldError>>>,
 }
+
+/// One problem in one requirement of a node selector, at its field path
+/// (`nodeSelectorTerms[i].matchExpressions[j]` or `…matchFields[j]`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("{path}.{problem}")]
+pub struct FieldError {
+    /// The requirement's field path.
+    pub path: String,
+    /// What is wrong with it.
+    pub problem: RequirementProblem,
+}
+
+/// What is wrong with one node selector requirement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum RequirementProblem {
+    /// A `matchExpressions` requirement `labels.NewRequirement` refuses, in
+    /// apimachinery's words (field and value included).
+    #[error("{0}")]
+    Label(String),
+    /// A `matchFields` operator other than `In`/`NotIn`.
+    #[error("operator: Unsupported value: {operator:?}: supported values: \"In\", \"NotIn\"")]
+    FieldOperator {
+        /// The operator given.
+        operator: String,
+    },
+    /// A `matchFields` requirement without exactly one value.
+    #[error("values: Invalid value: {values:?}: must have one element")]
+    FieldValues {
+        /// The values given.
+        values: Vec<String>,
+    },
+}
+
+/// A node selector that does not parse: every problem of every term,
+/// printed joined with ", " as upstream's aggregate error is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("{}", join(.problems))]
+pub struct NodeSelectorError {
+    /// The problems, in term and requirement order.
+    pub problems: Vec<FieldError>,
+}
+
+fn join(problems: &[FieldError]) -> String {
+    let words: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    words.join(", ")
+}
+
+/// Why upstream's `NodeMatches` failed: the selector does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("failed to parse node selector: {0}")]
+pub struct NodeMatchError(pub NodeSelectorError);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Term {
@@ -51,7 +102,7 @@ impl ParsedNodeSelector {
     ///
     /// # Errors
     /// Every problem found in any term, joined, each with its field path.
-    pub fn parse(selector: &NodeSelector) -> Result<Self, String> {
+    pub fn parse(selector: &NodeSelector) -> Result<Self, NodeSelectorError> {
         let parsed = Self::parse_lazy(selector);
         match parsed.errors() {
             None => Ok(parsed),
@@ -60,15 +111,15 @@ impl ParsedNodeSelector {
     }
 
     /// The parse errors of every term, joined; `None` when all parsed.
-    fn errors(&self) -> Option<String> {
-        let errors: Vec<&str> = self
+    fn errors(&self) -> Option<NodeSelectorError> {
+        let problems: Vec<FieldError> = self
             .terms
             .iter()
             .filter_map(|t| t.as_ref().err())
             .flatten()
-            .map(String::as_str)
+            .cloned()
             .collect();
-        (!errors.is_empty()).then(|| errors.join(", "))
+        (!problems.is_empty()).then_some(NodeSelectorError { problems })
     }
 
     /// Upstream's `NewLazyErrorNodeSelector`: terms that do not parse are
@@ -102,7 +153,7 @@ impl ParsedNodeSelector {
     ///
     /// # Errors
     /// The parse errors, when no term matched.
-    pub fn matches_or_errors(&self, node: &Node) -> Result<bool, String> {
+    pub fn matches_or_errors(&self, node: &Node) -> Result<bool, NodeSelectorError> {
         if self.matches(node) {
             return Ok(true);
         }
@@ -144,7 +195,7 @@ impl Term {
     }
 }
 
-fn parse_term(term: &NodeSelectorTerm, path: &str) -> Result<Term, Vec<String>> {
+fn parse_term(term: &NodeSelectorTerm, path: &str) -> Result<Term, Vec<FieldError>> {
     let mut errors = Vec::new();
     let expressions = term.match_expressions.as_deref().unwrap_or_default();
     let labels = (!expressions.is_empty()).then(|| {
@@ -153,10 +204,10 @@ fn parse_term(term: &NodeSelectorTerm, path: &str) -> Result<Term, Vec<String>> 
             let values = req.values.as_deref().unwrap_or_default();
             match Requirement::parse(&req.key, &req.operator, values, true) {
                 Ok(r) => out.push(r),
-                Err(e) => errors.extend(
-                    e.into_iter()
-                        .map(|e| format!("{path}.matchExpressions[{j}].{e}")),
-                ),
+                Err(e) => errors.extend(e.into_iter().map(|e| FieldError {
+                    path: format!("{path}.matchExpressions[{j}]"),
+                    problem: RequirementProblem::Label(e),
+                })),
             }
         }
         out
@@ -167,7 +218,10 @@ fn parse_term(term: &NodeSelectorTerm, path: &str) -> Result<Term, Vec<String>> 
         for (j, req) in fields.iter().enumerate() {
             match parse_field(req) {
                 Ok(f) => out.push(f),
-                Err(e) => errors.push(format!("{path}.matchFields[{j}].{e}")),
+                Err(problem) => errors.push(FieldError {
+                    path: format!("{path}.matchFields[{j}]"),
+                    problem,
+                }),
             }
         }
         out
@@ -181,21 +235,21 @@ fn parse_term(term: &NodeSelectorTerm, path: &str) -> Result<Term, Vec<String>> 
 
 /// Upstream's `nodeSelectorRequirementsAsFieldSelector` for one requirement:
 /// `In` or `NotIn` with exactly one value, any key.
-fn parse_field(req: &NodeSelectorRequirement) -> Result<FieldRequirement, String> {
+fn parse_field(req: &NodeSelectorRequirement) -> Result<FieldRequirement, RequirementProblem> {
     let values = req.values.as_deref().unwrap_or_default();
     let equal = match req.operator.as_str() {
         "In" => true,
         "NotIn" => false,
         other => {
-            return Err(format!(
-                "operator: Unsupported value: {other:?}: supported values: \"In\", \"NotIn\""
-            ));
+            return Err(RequirementProblem::FieldOperator {
+                operator: other.to_string(),
+            });
         }
     };
     let [value] = values else {
-        return Err(format!(
-            "values: Invalid value: {values:?}: must have one element"
-        ));
+        return Err(RequirementProblem::FieldValues {
+            values: values.to_vec(),
+        });
     };
     Ok(FieldRequirement {
         key: req.key.clone(),
@@ -214,8 +268,8 @@ pub fn node_matches(
     node: &Node,
     node_name: Option<&str>,
     all_nodes: bool,
-    selector: Option<&Result<ParsedNodeSelector, String>>,
-) -> Result<bool, String> {
+    selector: Option<&Result<ParsedNodeSelector, NodeSelectorError>>,
+) -> Result<bool, NodeMatchError> {
     match node_name {
         Some(name) if !name.is_empty() => {
             return Ok(node.metadata.name.as_deref() == Some(name));
@@ -227,7 +281,7 @@ pub fn node_matches(
     }
     match selector {
         Some(Ok(parsed)) => Ok(parsed.matches(node)),
-        Some(Err(e)) => Err(format!("failed to parse node selector: {e}")),
+        Some(Err(e)) => Err(NodeMatchError(e.clone())),
         None => Ok(false),
     }
 }

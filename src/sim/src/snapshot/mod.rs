@@ -30,7 +30,7 @@ use crate::gates::FeatureGates;
 use crate::objects::{ClusterObjects, ObjectRef};
 use crate::pods::has_required_anti_affinity;
 pub use crate::pods::{is_pending, priority};
-use crate::selectors::ParsedNodeSelector;
+use crate::selectors::{NodeSelectorError, ParsedNodeSelector};
 
 pub use check::Verdict;
 pub use claims::{EXTENDED_RESOURCES_SUFFIX, POD_CLAIM_NAME_ANNOTATION, extended_claim_key};
@@ -52,6 +52,11 @@ pub fn key_string(key: &ObjectKey) -> String {
 pub fn object_key(meta: &ObjectMeta) -> ObjectKey {
     ObjectRef::namespaced(meta)
 }
+
+/// [`Snapshot::unbind`] of a pod that is not bound to a node of the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("pod {0} is not bound to a node of the snapshot")]
+pub struct NotBound(pub ObjectKey);
 
 /// The claims one pod needs, resolved.
 #[derive(Debug, Clone, Default)]
@@ -98,7 +103,7 @@ pub struct Snapshot {
     signature_buffer: Vec<u8>,
     /// Allocated claims' node selectors, parsed; dropped when the claim's
     /// allocation changes (bind, rollback).
-    allocation_selectors: HashMap<ObjectKey, Result<ParsedNodeSelector, String>>,
+    allocation_selectors: HashMap<ObjectKey, Result<ParsedNodeSelector, NodeSelectorError>>,
 }
 
 /// `nodes` sorted by name (stable). The order is found on indices and each node is

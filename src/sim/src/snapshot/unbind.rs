@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaimStatus};
 
-use super::{ObjectKey, Snapshot, Undo, extended_claim_key, key_string, object_key};
+use super::{NotBound, ObjectKey, Snapshot, Undo, extended_claim_key, object_key};
 use crate::filters::TakenOff;
 use crate::objects::ObjectRef;
 
@@ -77,13 +77,10 @@ impl Snapshot {
     ///
     /// # Errors
     /// The pod is not bound to a node of the snapshot.
-    pub fn unbind(&mut self, pod_index: usize) -> Result<(), String> {
-        let node_index = self.pod_node(pod_index).ok_or_else(|| {
-            format!(
-                "pod {} is not bound to a node of the snapshot",
-                key_string(&object_key(&self.pods[pod_index].metadata))
-            )
-        })?;
+    pub fn unbind(&mut self, pod_index: usize) -> Result<(), NotBound> {
+        let node_index = self
+            .pod_node(pod_index)
+            .ok_or_else(|| NotBound(object_key(&self.pods[pod_index].metadata)))?;
         self.prepared = None;
         self.generation += 1;
         let taken = self.filters.take_off(&self.pods[pod_index], node_index);

@@ -16,7 +16,7 @@ use kube_cel::cel::objects::{Key, OptionalValue};
 use kube_cel::cel::{Context, ExecutionError, FunctionContext, Program, ResolveResult, Value};
 
 use super::quantity::Quantity;
-use super::semver::Semver;
+use super::semver::{Semver, SemverError};
 
 mod declared;
 mod guarded;
@@ -271,7 +271,7 @@ fn quantity_arith(ftx: &FunctionContext, negate: bool) -> ResolveResult {
 }
 
 fn register_semver(ctx: &mut Context<'_>) {
-    fn parse(args: &[Value]) -> Result<Result<Semver, String>, ExecutionError> {
+    fn parse(args: &[Value]) -> Result<Result<Semver, SemverError>, ExecutionError> {
         match args {
             [Value::String(s)] => Ok(Semver::parse(s)),
             [Value::String(s), Value::Bool(normalize)] => Ok(if *normalize {

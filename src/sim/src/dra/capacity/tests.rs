@@ -154,7 +154,7 @@ fn cmp_request_over_capacity_fatal_beats_soft() {
     let got = fits(Some(&requested), &device, None, None, false);
     assert!(
         got.as_ref()
-            .is_err_and(|e| e.contains("cannot be represented")),
+            .is_err_and(|e| e.to_string().contains("cannot be represented")),
         "{got:?}"
     );
 }
@@ -420,7 +420,7 @@ fn calculate_consumed_capacity_fractional_and_limits() {
                 assert_eq!(got.map(|v| v.amount), Ok(q(expect).amount), "{name}");
             }
             None => {
-                let err = got.expect_err(name);
+                let err = got.expect_err(name).to_string();
                 assert!(err.contains("cannot be represented"), "{name}: {err}");
                 assert!(err.contains(message), "{name}: {err}");
             }

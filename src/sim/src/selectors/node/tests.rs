@@ -155,7 +155,49 @@ fn parse_errors() {
     ]))
     .expect_err("second term is bad");
     assert!(
-        err.starts_with("nodeSelectorTerms[1].matchExpressions[0].operator: Unsupported value"),
+        err.to_string()
+            .starts_with("nodeSelectorTerms[1].matchExpressions[0].operator: Unsupported value"),
+        "{err}"
+    );
+    assert_eq!(err.problems.len(), 1, "{err:?}");
+    assert_eq!(
+        err.problems[0].path,
+        "nodeSelectorTerms[1].matchExpressions[0]"
+    );
+}
+
+/// `matchFields` problems carry the operator or values, and print as
+/// upstream's field errors do.
+#[test]
+fn field_errors_are_values() {
+    let mut bad_op = req("metadata.name", "Exists", &[]);
+    bad_op.values = None;
+    let err = ParsedNodeSelector::parse(&selector(vec![(vec![], vec![bad_op])]))
+        .expect_err("Exists is not a field operator");
+    assert_eq!(
+        err.problems[0].problem,
+        RequirementProblem::FieldOperator {
+            operator: "Exists".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "nodeSelectorTerms[0].matchFields[0].operator: Unsupported value: \"Exists\": supported values: \"In\", \"NotIn\""
+    );
+    let err = ParsedNodeSelector::parse(&selector(vec![(
+        vec![],
+        vec![req("metadata.name", "In", &["a", "b"])],
+    )]))
+    .expect_err("two values");
+    assert_eq!(
+        err.problems[0].problem,
+        RequirementProblem::FieldValues {
+            values: vec!["a".into(), "b".into()]
+        }
+    );
+    assert!(
+        err.to_string()
+            .starts_with("nodeSelectorTerms[0].matchFields[0].values: Invalid value: "),
         "{err}"
     );
 }
@@ -191,5 +233,15 @@ fn node_matches_precedence() {
         "empty name is unset"
     );
     assert!(!node_matches(&n, None, false, None).unwrap());
-    assert!(node_matches(&n, None, false, Some(&Err("x".into()))).is_err());
+    let bad = NodeSelectorError {
+        problems: vec![FieldError {
+            path: "nodeSelectorTerms[0].matchFields[0]".into(),
+            problem: RequirementProblem::FieldValues { values: vec![] },
+        }],
+    };
+    let err = node_matches(&n, None, false, Some(&Err(bad))).expect_err("unparsable");
+    assert_eq!(
+        err.to_string(),
+        "failed to parse node selector: nodeSelectorTerms[0].matchFields[0].values: Invalid value: []: must have one element"
+    );
 }
