@@ -43,14 +43,7 @@ use crate::executor::{GroupRef, ScaleExecutor};
 use crate::metrics::{GroupLabels, Metrics, ScaleDownLabels};
 use crate::status::StatusWriter;
 
-/// On a node and its NodeGroup: a node with pods was drained and its machine deleted.
-pub const SCALE_DOWN: &str = "ScaleDown";
-/// On a node and its NodeGroup: an empty node's machine was deleted.
-pub const SCALE_DOWN_EMPTY: &str = "ScaleDownEmpty";
-/// On a node and its NodeGroup: a removal was given up; the node stays, untainted.
-pub const SCALE_DOWN_FAILED: &str = "ScaleDownFailed";
-/// On an underused node: why it is kept.
-pub const NOT_REMOVABLE: &str = "NotRemovable";
+pub use crate::catalog::{NOT_REMOVABLE, SCALE_DOWN, SCALE_DOWN_EMPTY, SCALE_DOWN_FAILED};
 
 /// Scale-down settings of the controller.
 #[derive(Debug, Clone)]
@@ -309,6 +302,7 @@ impl ScaleDowns {
                 }
             };
 
+        self.metrics.set_unremovable_nodes(&report);
         self.record_unneeded(&report, state.groups, now, status)
             .await;
         let cooldown = cooldown_until(
