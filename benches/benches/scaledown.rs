@@ -25,7 +25,7 @@ fn bench(bencher: divan::Bencher, label: &str, objects: &ClusterObjects) {
         objects.nodes.len(),
         objects.pods.len(),
         report.scale_downs.len(),
-        report.scale_downs.iter().filter(|s| s.empty).count(),
+        report.scale_downs.iter().filter(|s| s.is_empty()).count(),
         report.scale_down_blocked.len()
     );
     bencher

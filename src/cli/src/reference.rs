@@ -1,6 +1,7 @@
 //! The book's reference pages, rendered from the code so they cannot drift: the flags of
 //! `simulate` and `run` from clap, the NodeGroup fields from the CRD schema the code builds,
-//! and (with the controller) the metrics from the controller's registry.
+//! and (with the controller) the metrics from the controller's registry and the Events and
+//! NodeGroup conditions from its catalog (`dra_controller::catalog`).
 //!
 //! The pages are checked in under `docs/reference/`; `tests/reference_docs.rs` fails when one
 //! is stale and says how to regenerate them (`docs/contributing/docs.md`).
@@ -43,6 +44,14 @@ pub fn pages() -> Vec<Page> {
         pages.push(Page {
             path: "docs/reference/metrics.md",
             text: metrics_page(),
+        });
+        pages.push(Page {
+            path: "docs/reference/events.md",
+            text: events_page(),
+        });
+        pages.push(Page {
+            path: "docs/reference/conditions.md",
+            text: conditions_page(),
         });
         pages
     };
@@ -320,6 +329,87 @@ pub fn metrics_page() -> String {
             metric.help.replace('|', "\\|")
         );
     }
+    let codes: Vec<String> = dra_plan::scaledown::UnremovableReason::ALL
+        .iter()
+        .map(|c| format!("`{}`", c.as_str()))
+        .collect();
+    let _ = write!(
+        out,
+        "\n## Reason labels\n\n\
+         `reason` of `dra_autoscaler_unremovable_nodes` is the `code` of each `scaleDownBlocked` \
+         entry of `simulate` (cluster-autoscaler's `UnremovableReason` names where the meaning is \
+         the same); every code has a series, 0 when no node was kept for it: {}.\n\n\
+         `reason` of `dra_autoscaler_unschedulable_gangs` is, per pending gang of more than one \
+         pod, the fit engine's code (`reasonCodes` of `simulate`) most of its members' refusals \
+         carry; without one, `{}` (it lands with a member on a new node), `{}` (it lands on nodes \
+         that exist or are coming) or `{}` (it waits). A reason seen once keeps its series, at 0 \
+         when no gang has it. The total of pending gangs, the gauge's value before it had a \
+         label, is `sum(dra_autoscaler_unschedulable_gangs)`.\n",
+        codes.join(", "),
+        dra_controller::metrics::GANG_SCALE_UP_PLANNED,
+        dra_controller::metrics::GANG_FITS_EXISTING_NODES,
+        dra_controller::metrics::GANG_UNCLASSIFIED,
+    );
+    out
+}
+
+/// The Events reference, from the controller's catalog.
+#[cfg(feature = "controller")]
+#[must_use]
+pub fn events_page() -> String {
+    let mut out = String::from(GENERATED);
+    out.push_str(
+        "# Events\n\nThe Events the controller writes (`events.k8s.io/v1`), by reason. How they \
+         are aggregated and how to list them is in [Operating: Events](../operations.md#events); \
+         ProvisioningRequest Events carry cluster-autoscaler's condition reasons and are listed \
+         with [ProvisioningRequest conditions](../operations.md#provisioningrequest-conditions).\n\n\
+         | reason | type | on | when | message |\n|---|---|---|---|---|\n",
+    );
+    for e in dra_controller::catalog::EVENTS {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} |",
+            e.reason,
+            e.type_.as_str(),
+            e.on,
+            one_line(e.when).replace('|', "\\|"),
+            one_line(e.message).replace('|', "\\|")
+        );
+    }
+    out
+}
+
+/// The conditions reference, from the controller's catalog.
+#[cfg(feature = "controller")]
+#[must_use]
+pub fn conditions_page() -> String {
+    let mut out = String::from(GENERATED);
+    out.push_str(
+        "# Conditions\n\nThe condition types the controller sets on NodeGroups, each with its \
+         statuses and reasons; the fields of the condition list are in the \
+         [NodeGroup CRD reference](nodegroup-crd.md#status). Conditions of other objects:\n\n\
+         - ProvisioningRequest (`Accepted`, `Provisioned`, `Failed`, `BookingExpired`), with \
+         cluster-autoscaler's reasons: [Operating: ProvisioningRequest conditions](../operations.md#provisioningrequest-conditions);\n\
+         - CapacityBuffer (`ReadyForProvisioning`, `Provisioning`): \
+         [Operating: CapacityBuffer status](../operations.md#capacitybuffer-status).\n",
+    );
+    for c in dra_controller::catalog::NODE_GROUP_CONDITIONS {
+        let _ = write!(
+            out,
+            "\n## {}\n\n{}\n\n| status | reason | when |\n|---|---|---|\n",
+            c.type_,
+            one_line(c.meaning)
+        );
+        for r in c.reasons {
+            let _ = writeln!(
+                out,
+                "| `{}` | `{}` | {} |",
+                r.status,
+                r.reason,
+                one_line(r.when).replace('|', "\\|")
+            );
+        }
+    }
     out
 }
 
@@ -377,9 +467,14 @@ pub fn parse_exposition(exposition: &str) -> Vec<MetricDoc> {
 #[cfg(feature = "controller")]
 fn sample_series(m: &dra_controller::metrics::Metrics) {
     use dra_controller::metrics::{
-        FailureLabels, GroupLabels, ScaleDownLabels, ScaleUpLabels, StatusWriteFailureLabels,
-        StatusWriteLabels,
+        FailureLabels, GroupLabels, ReasonLabels, ScaleDownLabels, ScaleUpLabels,
+        StatusWriteFailureLabels, StatusWriteLabels,
     };
+    let reason = || ReasonLabels {
+        reason: String::new(),
+    };
+    let _ = m.unschedulable_gangs.get_or_create(&reason());
+    let _ = m.unremovable_nodes.get_or_create(&reason());
     let group = || GroupLabels {
         node_group: String::new(),
     };

@@ -8,7 +8,8 @@
 //! some actual reason; `pods` in order by pod, outcome, node and nodeGroup
 //! (allocations only when the expectation lists them); `nodeGroupErrors` by
 //! nodeGroup when expected; `scaleDowns` and `scaleDownBlocked`, when the
-//! expectation has the key, in order by node and nodeGroup, each expected
+//! expectation has the key, in order by node, nodeGroup and code (exactly:
+//! every entry's `code` is written in the expectation), each expected
 //! reason a substring of the actual one; `provisioningRequests` and
 //! `capacityBuffers`, when expected, in order, every key written in the
 //! expectation (a `condition`'s keys likewise) and each expected reason a
@@ -84,6 +85,8 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
             && es.iter().zip(as_).all(|(e, a)| {
                 e["node"] == a["node"]
                     && e["nodeGroup"] == a["nodeGroup"]
+                    && e.get("code").is_some()
+                    && e["code"] == a["code"]
                     && a["reason"]
                         .as_str()
                         .is_some_and(|r| r.contains(e["reason"].as_str().unwrap_or_default()))
@@ -178,12 +181,18 @@ fn comparison_catches_differences() {
     let other = serde_json::json!({"scaleUps": [{"nodeGroup": "a", "count": 3}], "podGroups": [], "pods": []});
     assert!(compare(&expected, &same_plan).is_empty());
     assert!(!compare(&expected, &other).is_empty());
-    let removal =
+    let removal = serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty", "code": "Empty"}]});
+    let other_node = serde_json::json!({"scaleDowns": [{"node": "n2", "nodeGroup": "g", "reason": "empty", "code": "Empty"}]});
+    let longer_reason = serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty node", "code": "Empty"}]});
+    let other_code = serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty", "code": "Underutilized"}]});
+    let no_code =
         serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty"}]});
-    let other_node =
-        serde_json::json!({"scaleDowns": [{"node": "n2", "nodeGroup": "g", "reason": "empty"}]});
-    let longer_reason = serde_json::json!({"scaleDowns": [{"node": "n1", "nodeGroup": "g", "reason": "empty node"}]});
     assert!(compare(&removal, &longer_reason).is_empty());
+    assert!(!compare(&removal, &other_code).is_empty());
+    assert!(
+        !compare(&no_code, &removal).is_empty(),
+        "an expectation must write the code"
+    );
     assert!(!compare(&removal, &other_node).is_empty());
     assert!(!compare(&removal, &serde_json::json!({"scaleDowns": []})).is_empty());
 }

@@ -273,7 +273,7 @@ impl Autoscaler {
         // ProvisioningRequests and CapacityBuffers are planned every loop,
         // pending pods or not: their stand-in pods live only in the planner.
         if built.planned_for.is_empty() && !crate::provreq::any_planned(&inputs.stand_in_objects) {
-            self.metrics.unschedulable_gangs.set(0);
+            self.metrics.set_unschedulable_gangs(&PlanReport::default());
             self.metrics.waiting_gangs.set(0);
             self.after_plan(
                 inputs,
@@ -296,10 +296,7 @@ impl Autoscaler {
             self.finish(started, now);
             return summary;
         };
-        let gangs = report.pod_groups.iter().filter(|g| g.api.is_gang()).count();
-        self.metrics
-            .unschedulable_gangs
-            .set(i64::try_from(gangs).unwrap_or(i64::MAX));
+        self.metrics.set_unschedulable_gangs(&report);
         let waiting = report
             .pod_groups
             .iter()

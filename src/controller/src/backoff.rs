@@ -14,7 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// Type of the condition that records a backoff window.
-pub const BACKOFF_CONDITION: &str = "Backoff";
+pub use crate::catalog::BACKOFF as BACKOFF_CONDITION;
+use crate::catalog::{BACKOFF_ENDED, SCALE_UP_SUCCEEDED};
 /// How long after a window ends a new failure still doubles it
 /// (cluster-autoscaler's `nodeGroupBackoffResetTimeout` default).
 pub const BACKOFF_RESET: SignedDuration = SignedDuration::from_hours(3);
@@ -116,7 +117,7 @@ pub fn expire(status: &mut NodeGroupStatus, now: Timestamp) {
     set_condition(
         status,
         "False",
-        "BackoffEnded",
+        BACKOFF_ENDED,
         "the backoff window has ended; scale-ups are tried again",
         until,
     );
@@ -130,7 +131,7 @@ pub fn clear(status: &mut NodeGroupStatus, now: Timestamp) {
         set_condition(
             status,
             "False",
-            "ScaleUpSucceeded",
+            SCALE_UP_SUCCEEDED,
             "the last scale-up succeeded",
             now,
         );

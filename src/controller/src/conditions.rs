@@ -7,18 +7,14 @@ use dra_api::NodeGroupSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
-/// Type of the condition that compares the group's size with `spec.minSize`.
-pub const AT_MIN_SIZE: &str = "AtMinSize";
-
-/// Type of the condition that says whether the controller scales the group when needed,
-/// in the sense of the HorizontalPodAutoscaler's `ScalingActive` ("able to scale if
-/// necessary: correctly configured and not disabled"). Whether scaling is held back for a
-/// while is the `Backoff` condition (the HPA's `AbleToScale`); how many nodes are missing
-/// for pending pods is in Events.
-pub const SCALING_ACTIVE: &str = "ScalingActive";
-
-/// `ScalingActive=False` reason of a group left out because it does not decode or validate.
-pub const SCALING_INACTIVE_INVALID: &str = "InvalidNodeGroup";
+// `ScalingActive` is in the sense of the HorizontalPodAutoscaler's ("able to scale if
+// necessary: correctly configured and not disabled"); whether scaling is held back for a
+// while is the `Backoff` condition (the HPA's `AbleToScale`). Types and reasons live in the
+// catalog, which the reference page is generated from.
+use crate::catalog::{
+    ABOVE_MIN_SIZE, ACTIVE, AT_MIN_SIZE_REASON, BELOW_MIN_SIZE, SCALING_DISABLED,
+};
+pub use crate::catalog::{AT_MIN_SIZE, SCALING_ACTIVE, SCALING_INACTIVE_INVALID};
 
 /// Sets condition `type_` to `value` with `reason` and `message`. Returns
 /// whether anything changed.
@@ -66,19 +62,19 @@ pub fn at_min_size(spec: &NodeGroupSpec, size: i32) -> (bool, &'static str, Stri
     match size.cmp(&min) {
         std::cmp::Ordering::Less => (
             false,
-            "BelowMinSize",
+            BELOW_MIN_SIZE,
             format!(
                 "{size} node(s), below spec.minSize {min}: nodes are added only for pending pods, and scale-down stops at minSize"
             ),
         ),
         std::cmp::Ordering::Equal => (
             true,
-            "AtMinSize",
+            AT_MIN_SIZE_REASON,
             format!("{size} node(s), spec.minSize {min}: scale-down removes no more"),
         ),
         std::cmp::Ordering::Greater => (
             false,
-            "AboveMinSize",
+            ABOVE_MIN_SIZE,
             format!("{size} node(s), above spec.minSize {min}"),
         ),
     }
@@ -92,13 +88,13 @@ pub fn scaling_active(spec: &NodeGroupSpec) -> (bool, &'static str, String) {
     if spec.max_size <= 0 {
         return (
             false,
-            "ScalingDisabled",
+            SCALING_DISABLED,
             "spec.maxSize is 0: no node is ever added to this group".into(),
         );
     }
     (
         true,
-        "Active",
+        ACTIVE,
         format!(
             "planned with in every loop: nodes are added for pending pods up to spec.maxSize {}",
             spec.max_size

@@ -21,20 +21,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
-/// On a pod (and its PodGroup): new nodes were requested for it.
-pub const TRIGGERED_SCALE_UP: &str = "TriggeredScaleUp";
-/// On a pod (and its PodGroup): no group can help; the note has the reasons.
-pub const NOT_TRIGGER_SCALE_UP: &str = "NotTriggerScaleUp";
-/// On a NodeGroup: the provider started nodes.
-pub const SCALED_UP_GROUP: &str = "ScaledUpGroup";
-/// On a NodeGroup: the provider refused or failed.
-pub const FAILED_TO_SCALE_UP_GROUP: &str = "FailedToScaleUpGroup";
-/// On a NodeGroup: requested nodes did not register in time.
-pub const SCALE_UP_TIMED_OUT: &str = "ScaleUpTimedOut";
-/// On a NodeGroup: it is not scaled until its backoff ends.
-pub const BACK_OFF: &str = "BackOff";
-/// On a NodeGroup: it does not decode or validate and is left out.
-pub const INVALID_NODE_GROUP: &str = "InvalidNodeGroup";
+// The Event reasons live in the catalog, which the reference pages are generated from.
+pub use crate::catalog::{
+    BACK_OFF, FAILED_TO_SCALE_UP_GROUP, INVALID_NODE_GROUP, NOT_TRIGGER_SCALE_UP,
+    SCALE_UP_TIMED_OUT, SCALED_UP_GROUP, TRIGGERED_SCALE_UP,
+};
 
 /// The API caps an event note at 1 KiB.
 const MAX_NOTE: usize = 1024;

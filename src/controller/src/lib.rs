@@ -32,6 +32,7 @@ pub mod args;
 pub mod autoscaler;
 pub mod backoff;
 pub mod buffers;
+pub mod catalog;
 pub mod conditions;
 pub mod events;
 pub mod executor;

@@ -1,6 +1,12 @@
 //! Prometheus metrics, all under `dra_autoscaler_`. Labels are bounded: node
 //! group names (operator-defined, few), capacity types and error categories.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, PoisonError};
+
+use dra_plan::report::{GangOutcome, PlanReport};
+use dra_plan::scaledown::{ScaleDownReport, UnremovableReason};
+use dra_sim::report::Outcome;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -32,6 +38,13 @@ pub struct ScaleDownLabels {
     /// The NodeGroup.
     pub node_group: String,
     /// `empty` or `underutilized`.
+    pub reason: String,
+}
+
+/// Labels of gauges counted by reason code.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// A reason code (`NodeGroupMinSizeReached`, `InsufficientResources`, ...).
     pub reason: String,
 }
 
@@ -68,8 +81,15 @@ pub struct Metrics {
     registry: Registry,
     /// Pending pods planned for in the last loop.
     pub unschedulable_pods: Gauge,
-    /// Pending gangs (of more than one pod) in the last loop.
-    pub unschedulable_gangs: Gauge,
+    /// Pending gangs (of more than one pod) in the last loop, by reason code; set with
+    /// [`Metrics::set_unschedulable_gangs`].
+    pub unschedulable_gangs: Family<ReasonLabels, Gauge>,
+    /// Underused nodes the last scale-down pass kept, by reason code; set with
+    /// [`Metrics::set_unremovable_nodes`].
+    pub unremovable_nodes: Family<ReasonLabels, Gauge>,
+    /// The `reason`s of `unschedulable_gangs` ever set, so that each pass sets the ones that
+    /// disappeared to 0.
+    gang_reasons_seen: Mutex<BTreeSet<String>>,
     /// Pending gangs that could not land in the last loop.
     pub waiting_gangs: Gauge,
     /// Successful scale-up requests.
@@ -169,6 +189,44 @@ impl Metrics {
     }
 }
 
+/// `reason` of `unschedulable_gangs` for a gang the plan lands with a member on a new node.
+pub const GANG_SCALE_UP_PLANNED: &str = "ScaleUpPlanned";
+/// `reason` of `unschedulable_gangs` for a gang the plan lands on nodes that exist or are
+/// coming (the scheduler has not placed it yet).
+pub const GANG_FITS_EXISTING_NODES: &str = "FitsExistingNodes";
+/// `reason` of `unschedulable_gangs` for a gang that waits with no fit-engine code given.
+pub const GANG_UNCLASSIFIED: &str = "Unclassified";
+
+/// Why a pending gang is pending, as one bounded code: the fit engine's code
+/// (`dra_sim::reason::Code`) most of its members' refusals carry (ties to the first code in
+/// declaration order); without one, [`GANG_SCALE_UP_PLANNED`] or [`GANG_FITS_EXISTING_NODES`]
+/// for a gang that lands and [`GANG_UNCLASSIFIED`] for one that waits.
+#[must_use]
+pub fn gang_reason(report: &PlanReport, gang: &dra_plan::report::PodGroupReport) -> &'static str {
+    let members: BTreeSet<String> = gang.members.iter().map(ToString::to_string).collect();
+    let pods: Vec<_> = report
+        .pods
+        .iter()
+        .filter(|p| members.contains(&p.pod))
+        .collect();
+    let mut codes: BTreeMap<dra_sim::reason::Code, usize> = BTreeMap::new();
+    for code in pods.iter().flat_map(|p| &p.reason_codes) {
+        *codes.entry(code.code).or_default() += 1;
+    }
+    let top = codes
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|(code, _)| code.as_str());
+    match (top, gang.outcome) {
+        (Some(code), _) => code,
+        (None, GangOutcome::Lands) if pods.iter().any(|p| p.outcome == Outcome::FitsNewNode) => {
+            GANG_SCALE_UP_PLANNED
+        }
+        (None, GangOutcome::Lands) => GANG_FITS_EXISTING_NODES,
+        (None, GangOutcome::Waits) => GANG_UNCLASSIFIED,
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
@@ -181,7 +239,8 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("dra_autoscaler");
         let unschedulable_pods = Gauge::default();
-        let unschedulable_gangs = Gauge::default();
+        let unschedulable_gangs = Family::default();
+        let unremovable_nodes = Family::default();
         let waiting_gangs = Gauge::default();
         let scale_ups = Family::default();
         let nodes_added = Family::default();
@@ -224,8 +283,13 @@ impl Metrics {
         );
         registry.register(
             "unschedulable_gangs",
-            "Pending gangs of more than one pod in the last loop",
+            "Pending gangs of more than one pod in the last loop, by reason code (sum over reason for the total)",
             unschedulable_gangs.clone(),
+        );
+        registry.register(
+            "unremovable_nodes",
+            "Underused nodes the last scale-down pass kept, by reason code",
+            unremovable_nodes.clone(),
         );
         registry.register(
             "waiting_gangs",
@@ -301,6 +365,8 @@ impl Metrics {
             registry,
             unschedulable_pods,
             unschedulable_gangs,
+            unremovable_nodes,
+            gang_reasons_seen: Mutex::default(),
             waiting_gangs,
             scale_ups,
             nodes_added,
@@ -357,6 +423,47 @@ impl Metrics {
                     reason: reason.to_string(),
                 })
                 .inc();
+        }
+    }
+
+    /// Sets `unschedulable_gangs` from a plan (an empty one when nothing was planned): each
+    /// pending gang of more than one pod counted under [`gang_reason`], every reason seen
+    /// before and not now at 0.
+    pub fn set_unschedulable_gangs(&self, report: &PlanReport) {
+        let mut counts: BTreeMap<String, i64> = BTreeMap::new();
+        for gang in report.pod_groups.iter().filter(|g| g.api.is_gang()) {
+            *counts
+                .entry(gang_reason(report, gang).to_string())
+                .or_default() += 1;
+        }
+        let mut seen = self
+            .gang_reasons_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        seen.extend(counts.keys().cloned());
+        for reason in seen.iter() {
+            self.unschedulable_gangs
+                .get_or_create(&ReasonLabels {
+                    reason: reason.clone(),
+                })
+                .set(counts.get(reason).copied().unwrap_or(0));
+        }
+    }
+
+    /// Sets `unremovable_nodes` from a scale-down pass: every code, 0 when no node was kept
+    /// for it.
+    pub fn set_unremovable_nodes(&self, report: &ScaleDownReport) {
+        for code in UnremovableReason::ALL {
+            let n = report
+                .scale_down_blocked
+                .iter()
+                .filter(|b| b.reason.code() == code)
+                .count();
+            self.unremovable_nodes
+                .get_or_create(&ReasonLabels {
+                    reason: code.as_str().to_string(),
+                })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
     }
 
@@ -430,6 +537,90 @@ mod tests {
         }
         assert!(
             !text.contains("status_write_failures_total{write=\"reconcile\""),
+            "{text}"
+        );
+    }
+
+    fn plan(json: serde_json::Value) -> PlanReport {
+        serde_json::from_value(json).expect("a plan")
+    }
+
+    fn gang(name: &str, outcome: &str, members: &[&str]) -> serde_json::Value {
+        serde_json::json!({"podGroup": name, "api": "pod-group", "outcome": outcome,
+            "minCount": members.len(), "members": members, "reasons": []})
+    }
+
+    #[test]
+    fn gangs_are_counted_by_reason_and_a_reason_that_goes_drops_to_zero() {
+        let m = Metrics::new();
+        let first = plan(serde_json::json!({
+            "scaleUps": [],
+            "podGroups": [
+                gang("ml/a", "waits", &["ml/a-0", "ml/a-1"]),
+                gang("ml/b", "lands", &["ml/b-0", "ml/b-1"]),
+                gang("ml/c", "waits", &["ml/c-0", "ml/c-1"]),
+                {"podGroup": "ml/solo", "api": "single", "outcome": "waits", "minCount": 1,
+                 "members": ["ml/solo"], "reasons": []}
+            ],
+            "pods": [
+                {"pod": "ml/a-0", "outcome": "unschedulable", "reasons": ["n: Insufficient cpu", "m: x"],
+                 "reasonCodes": [{"code": "InsufficientResources", "plugin": "NodeResourcesFit", "node": "n"},
+                                 {"code": "UntoleratedTaint", "plugin": "TaintToleration", "node": "m"}]},
+                {"pod": "ml/a-1", "outcome": "unschedulable", "reasons": ["n: Insufficient cpu"],
+                 "reasonCodes": [{"code": "InsufficientResources", "plugin": "NodeResourcesFit", "node": "n"}]},
+                {"pod": "ml/b-0", "outcome": "fits-new-node", "node": "gpu-new-0", "nodeGroup": "gpu", "reasons": []},
+                {"pod": "ml/b-1", "outcome": "fits", "node": "gpu-1", "reasons": []},
+                {"pod": "ml/c-0", "outcome": "unschedulable", "reasons": ["max size"]},
+                {"pod": "ml/c-1", "outcome": "unschedulable", "reasons": ["max size"]},
+                {"pod": "ml/solo", "outcome": "unschedulable", "reasons": ["n: Insufficient cpu"],
+                 "reasonCodes": [{"code": "InsufficientResources", "plugin": "NodeResourcesFit", "node": "n"}]}
+            ]
+        }));
+        m.set_unschedulable_gangs(&first);
+        let text = m.encode();
+        // A single pod is no gang; the most frequent code of the members names a gang.
+        for line in [
+            "dra_autoscaler_unschedulable_gangs{reason=\"InsufficientResources\"} 1",
+            "dra_autoscaler_unschedulable_gangs{reason=\"ScaleUpPlanned\"} 1",
+            "dra_autoscaler_unschedulable_gangs{reason=\"Unclassified\"} 1",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        assert!(!text.contains("reason=\"UntoleratedTaint\""), "{text}");
+        m.set_unschedulable_gangs(&PlanReport::default());
+        let text = m.encode();
+        for reason in ["InsufficientResources", "ScaleUpPlanned", "Unclassified"] {
+            let line = format!("dra_autoscaler_unschedulable_gangs{{reason=\"{reason}\"}} 0");
+            assert!(text.contains(&line), "missing {line:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn unremovable_nodes_are_counted_by_code_and_reset_each_pass() {
+        let m = Metrics::new();
+        let report: ScaleDownReport = serde_json::from_value(serde_json::json!({
+            "scaleDowns": [{"node": "e", "nodeGroup": "g", "reason": "empty", "code": "Empty"}],
+            "scaleDownBlocked": [
+                {"node": "a", "nodeGroup": "g", "reason": "minSize 1", "code": "NodeGroupMinSizeReached"},
+                {"node": "b", "nodeGroup": "g", "reason": "pod ml/x has no controller", "code": "BlockedByPod"},
+                {"node": "c", "nodeGroup": "g", "reason": "pod ml/y has no controller", "code": "BlockedByPod"}
+            ]
+        }))
+        .expect("a scale-down report");
+        m.set_unremovable_nodes(&report);
+        let text = m.encode();
+        for line in [
+            "# TYPE dra_autoscaler_unremovable_nodes gauge",
+            "dra_autoscaler_unremovable_nodes{reason=\"NodeGroupMinSizeReached\"} 1",
+            "dra_autoscaler_unremovable_nodes{reason=\"BlockedByPod\"} 2",
+            "dra_autoscaler_unremovable_nodes{reason=\"NoPlaceToMovePods\"} 0",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        m.set_unremovable_nodes(&ScaleDownReport::default());
+        let text = m.encode();
+        assert!(
+            text.contains("dra_autoscaler_unremovable_nodes{reason=\"BlockedByPod\"} 0"),
             "{text}"
         );
     }

@@ -21,8 +21,7 @@ use crate::watch::{Watches, discover};
 /// How often the optional APIs are looked for again.
 pub const INTERVAL: Duration = Duration::from_secs(30);
 
-/// Event reason: an optional API appeared and is watched from now on.
-pub const API_FOUND: &str = "OptionalAPIFound";
+pub use crate::catalog::API_FOUND;
 
 /// The object that serves `ar`, for the Event: its CustomResourceDefinition, or for a built-in
 /// `*.k8s.io` group (no CRD) its APIService, as the aggregator names them.

@@ -20,15 +20,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::api::DynamicObject;
 
-/// Type of the condition that says whether the controller can use the group.
-pub const VALID_CONDITION: &str = "Valid";
-/// `Valid=False` reason: the object does not decode as a NodeGroup.
-pub const DECODE_FAILED: &str = "DecodeFailed";
-/// `Valid=False` reason: it decodes, and breaks a rule of the spec.
-pub const INVALID_SPEC: &str = "InvalidSpec";
-/// `Valid=False` reason: its provider does not serve the group it names (unknown there, or
-/// found and unusable: a bad launch template, an unknown instance type, a bad tag).
-pub const PROVIDER_REFUSED: &str = "ProviderRefused";
+// The condition type and its reasons live in the catalog (the reference page's source).
+pub use crate::catalog::{DECODE_FAILED, INVALID_SPEC, PROVIDER_REFUSED, VALID as VALID_CONDITION};
 
 /// A NodeGroup the loop leaves out, and why.
 #[derive(Debug, Clone)]

@@ -77,7 +77,7 @@ impl Autoscaler {
             validity::set_valid(
                 &mut rec.status.conditions,
                 true,
-                "Valid",
+                crate::catalog::VALID_REASON,
                 "the NodeGroup decodes and passes validation",
                 now,
             );

@@ -29,7 +29,9 @@ use std::time::Duration;
 
 use dra_api::{NodeGroup, ScaleUpOutcome, UnneededNode};
 use dra_plan::report::PlanReport;
-use dra_plan::scaledown::{ScaleDownDefaults, ScaleDownOptions, ScaleDownReport, analyse};
+use dra_plan::scaledown::{
+    ScaleDownDefaults, ScaleDownOptions, ScaleDownReport, Unremovable, analyse,
+};
 use dra_sim::{ClusterObjects, FeatureGates};
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -41,14 +43,7 @@ use crate::executor::{GroupRef, ScaleExecutor};
 use crate::metrics::{GroupLabels, Metrics, ScaleDownLabels};
 use crate::status::StatusWriter;
 
-/// On a node and its NodeGroup: a node with pods was drained and its machine deleted.
-pub const SCALE_DOWN: &str = "ScaleDown";
-/// On a node and its NodeGroup: an empty node's machine was deleted.
-pub const SCALE_DOWN_EMPTY: &str = "ScaleDownEmpty";
-/// On a node and its NodeGroup: a removal was given up; the node stays, untainted.
-pub const SCALE_DOWN_FAILED: &str = "ScaleDownFailed";
-/// On an underused node: why it is kept.
-pub const NOT_REMOVABLE: &str = "NotRemovable";
+pub use crate::catalog::{NOT_REMOVABLE, SCALE_DOWN, SCALE_DOWN_EMPTY, SCALE_DOWN_FAILED};
 
 /// Scale-down settings of the controller.
 #[derive(Debug, Clone)]
@@ -292,7 +287,7 @@ impl ScaleDowns {
             keep: state
                 .booting
                 .iter()
-                .map(|n| (n.clone(), "node is still booting".to_string()))
+                .map(|n| (n.clone(), Unremovable::Booting))
                 .collect(),
         };
         let plan = state.plan.clone();
@@ -307,6 +302,7 @@ impl ScaleDowns {
                 }
             };
 
+        self.metrics.set_unremovable_nodes(&report);
         self.record_unneeded(&report, state.groups, now, status)
             .await;
         let cooldown = cooldown_until(
@@ -333,7 +329,7 @@ impl ScaleDowns {
                     .abandoned
                     .iter()
                     .find(|b| &b.node == name)
-                    .map(|b| b.reason.clone())
+                    .map(|b| b.reason.to_string())
                     .unwrap_or_default();
                 if self.config.actuate {
                     self.revert(
@@ -386,7 +382,7 @@ impl ScaleDowns {
                     .iter()
                     .find(|u| u.node == removal.node)
                     .and_then(|u| u.since);
-                self.spawn_removal(node.clone(), group, removal.empty, since, now);
+                self.spawn_removal(node.clone(), group, removal.is_empty(), since, now);
                 summary.started.push(removal.node.clone());
             }
         }
@@ -438,11 +434,11 @@ impl ScaleDowns {
     /// such Event on it; a node kept for no such reason any more (unneeded, busy again, or
     /// removable) loses the one it had, so its last `NotRemovable` never outlives its cause.
     async fn tell_why_kept(&self, report: &ScaleDownReport, nodes: &[Arc<Node>], now: Timestamp) {
-        let kept: BTreeMap<&str, &str> = report
+        let kept: BTreeMap<&str, &Unremovable> = report
             .scale_down_blocked
             .iter()
-            .filter(|b| !b.waiting)
-            .map(|b| (b.node.as_str(), b.reason.as_str()))
+            .filter(|b| !b.reason.is_waiting())
+            .map(|b| (b.node.as_str(), &b.reason))
             .collect();
         for node in nodes {
             let regarding = node.object_ref(&());
@@ -450,7 +446,7 @@ impl ScaleDowns {
                 Some(reason) => {
                     self.events
                         .replace(
-                            &notice(regarding, false, NOT_REMOVABLE, (*reason).to_string()),
+                            &notice(regarding, false, NOT_REMOVABLE, reason.to_string()),
                             now,
                         )
                         .await;

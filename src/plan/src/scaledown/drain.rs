@@ -11,10 +11,142 @@
 //! off nodes that stay) resets the cursors.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 
 use dra_sim::snapshot::{Snapshot, Verdict};
 
 use super::eligibility::pod_name;
+
+/// Why a node's pods cannot all be placed elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DrainError {
+    /// This pod fits on no other node.
+    #[error("pod {pod} cannot move: {why}")]
+    CannotMove {
+        /// `namespace/name`.
+        pod: String,
+        /// Why not.
+        why: MoveFailure,
+    },
+    /// The snapshot could not take a pod off its node (the words of the snapshot's error).
+    #[error("{0}")]
+    Unbind(String),
+}
+
+/// Why one pod fits on no other node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MoveFailure {
+    /// No other node is a destination.
+    NoOtherNode,
+    /// Every other node refuses it: `(nodes, reason)` for the most frequent refusals, most
+    /// frequent first, and how many more distinct reasons there were.
+    Refused {
+        /// The reasons shown, with how many nodes gave each.
+        shown: Vec<(usize, String)>,
+        /// Distinct reasons left out.
+        more: usize,
+    },
+    /// The fit engine fails the pod wherever it goes (its claims do not resolve, or a
+    /// verdict that holds on every node): its words.
+    Unplaceable(String),
+}
+
+impl fmt::Display for MoveFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoOtherNode => f.write_str("no other node to move to"),
+            Self::Unplaceable(words) => f.write_str(words),
+            Self::Refused { shown, more } => {
+                f.write_str("no other node fits it (")?;
+                for (i, (n, reason)) in shown.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    let nodes = if *n == 1 { "node" } else { "nodes" };
+                    write!(f, "{n} {nodes}: {reason}")?;
+                }
+                if *more > 0 {
+                    write!(f, "; {more} more reasons")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// `12 node: ` or `3 nodes: ` at the start of `text`: the count and the rest.
+fn counted(text: &str) -> Option<(usize, &str)> {
+    let (n, rest) = text.split_once(' ')?;
+    let n: usize = n.parse().ok()?;
+    let rest = rest
+        .strip_prefix("nodes: ")
+        .or_else(|| rest.strip_prefix("node: "))?;
+    Some((n, rest))
+}
+
+impl MoveFailure {
+    /// Reads the words `Display` writes (words of neither list form are the fit engine's).
+    #[must_use]
+    pub fn parse(words: &str) -> Self {
+        if words == "no other node to move to" {
+            return Self::NoOtherNode;
+        }
+        let Some(list) = words
+            .strip_prefix("no other node fits it (")
+            .and_then(|l| l.strip_suffix(')'))
+        else {
+            return Self::Unplaceable(words.into());
+        };
+        // Entries are split at "; " only where a count follows, since a fit reason may hold
+        // "; " itself.
+        let mut shown: Vec<(usize, String)> = Vec::new();
+        let mut more = 0;
+        let mut rest = list;
+        while let Some((n, after)) = counted(rest) {
+            let mut end = after.len();
+            let mut tail = None;
+            let mut from = 0;
+            while let Some(at) = after[from..].find("; ") {
+                let next = &after[from + at + 2..];
+                if counted(next).is_some() {
+                    end = from + at;
+                    tail = Some(next);
+                    break;
+                }
+                if let Some(m) = next
+                    .strip_suffix(" more reasons")
+                    .and_then(|m| m.parse().ok())
+                {
+                    end = from + at;
+                    more = m;
+                    break;
+                }
+                from += at + 2;
+            }
+            shown.push((n, after[..end].to_string()));
+            match tail {
+                Some(next) => rest = next,
+                None => break,
+            }
+        }
+        if shown.is_empty() {
+            return Self::Unplaceable(words.into());
+        }
+        Self::Refused { shown, more }
+    }
+}
+
+impl DrainError {
+    /// Reads the words `Display` writes for [`DrainError::CannotMove`].
+    #[must_use]
+    pub fn parse(words: &str) -> Option<Self> {
+        let (pod, why) = words.strip_prefix("pod ")?.split_once(" cannot move: ")?;
+        Some(Self::CannotMove {
+            pod: pod.into(),
+            why: MoveFailure::parse(why),
+        })
+    }
+}
 
 /// Where pods of a pass may go.
 pub(super) struct Drainer {
@@ -61,12 +193,12 @@ impl Drainer {
         pods: &[usize],
         removing: usize,
         frees_destinations: bool,
-    ) -> Result<Vec<(usize, usize)>, String> {
+    ) -> Result<Vec<(usize, usize)>, DrainError> {
         let saved_cursors = self.cursors.clone();
         let was_excluded = self.excluded.get(removing).copied().unwrap_or(true);
         self.exclude(removing);
         let checkpoint = snapshot.checkpoint();
-        let fail = |snapshot: &mut Snapshot, this: &mut Self, reason: String| {
+        let fail = |snapshot: &mut Snapshot, this: &mut Self, reason: DrainError| {
             snapshot.rollback(checkpoint);
             this.cursors = saved_cursors.clone();
             if let Some(slot) = this.excluded.get_mut(removing) {
@@ -76,7 +208,7 @@ impl Drainer {
         };
         for &pod in pods {
             if let Err(e) = snapshot.unbind(pod) {
-                return fail(snapshot, self, e.to_string());
+                return fail(snapshot, self, DrainError::Unbind(e.to_string()));
             }
         }
         if frees_destinations {
@@ -94,11 +226,15 @@ impl Drainer {
     }
 
     /// First fit for one pending pod; binds it there.
-    fn place(&mut self, snapshot: &mut Snapshot, pod: usize) -> Result<usize, String> {
+    fn place(&mut self, snapshot: &mut Snapshot, pod: usize) -> Result<usize, DrainError> {
         let name = pod_name(&snapshot.pods()[pod]);
+        let cannot = |why| DrainError::CannotMove {
+            pod: name.clone(),
+            why,
+        };
         let claims = snapshot
             .resolve_claims(pod)
-            .map_err(|e| format!("pod {name} cannot move: {e}"))?;
+            .map_err(|e| cannot(MoveFailure::Unplaceable(e.to_string())))?;
         let signature = if self.use_cursors {
             snapshot.cursor_signature(pod, &claims)
         } else {
@@ -129,7 +265,7 @@ impl Drainer {
                         *refusals.entry(reason.to_string()).or_default() += 1
                     }
                     Verdict::Fatal(reason) | Verdict::Unresolvable(reason) => {
-                        return Err(format!("pod {name} cannot move: {reason}"));
+                        return Err(cannot(MoveFailure::Unplaceable(reason.to_string())));
                     }
                 }
             }
@@ -137,32 +273,24 @@ impl Drainer {
         if let Some(s) = signature {
             self.cursors.insert(s, self.order.len());
         }
-        Err(format!("pod {name} cannot move: {}", summary(&refusals)))
+        Err(cannot(summary(&refusals)))
     }
 }
 
 /// `no other node fits it (2 nodes: Insufficient cpu; 1 node: …)`, most frequent first.
-fn summary(refusals: &BTreeMap<String, usize>) -> String {
+fn summary(refusals: &BTreeMap<String, usize>) -> MoveFailure {
     if refusals.is_empty() {
-        return "no other node to move to".to_string();
+        return MoveFailure::NoOtherNode;
     }
     let mut by_count: Vec<(&String, &usize)> = refusals.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-    let shown: Vec<String> = by_count
+    let shown = by_count
         .iter()
         .take(REASONS_SHOWN)
-        .map(|(reason, n)| {
-            let nodes = if **n == 1 { "node" } else { "nodes" };
-            format!("{n} {nodes}: {reason}")
-        })
+        .map(|(reason, n)| (**n, (*reason).clone()))
         .collect();
     let more = by_count.len().saturating_sub(REASONS_SHOWN);
-    let mut text = format!("no other node fits it ({}", shown.join("; "));
-    if more > 0 {
-        text.push_str(&format!("; {more} more reasons"));
-    }
-    text.push(')');
-    text
+    MoveFailure::Refused { shown, more }
 }
 
 #[cfg(test)]
@@ -174,10 +302,34 @@ mod tests {
         let mut r = BTreeMap::new();
         r.insert("Insufficient cpu".to_string(), 1);
         r.insert("node(s) had untolerated taint".to_string(), 3);
+        let words = "no other node fits it (3 nodes: node(s) had untolerated taint; 1 node: Insufficient cpu)";
+        assert_eq!(summary(&r).to_string(), words);
+        assert_eq!(MoveFailure::parse(words), summary(&r));
         assert_eq!(
-            summary(&r),
-            "no other node fits it (3 nodes: node(s) had untolerated taint; 1 node: Insufficient cpu)"
+            summary(&BTreeMap::new()).to_string(),
+            "no other node to move to"
         );
-        assert_eq!(summary(&BTreeMap::new()), "no other node to move to");
+    }
+
+    #[test]
+    fn a_refusal_holding_a_semicolon_and_more_reasons_read_back() {
+        let failure = MoveFailure::Refused {
+            shown: vec![
+                (2, "cannot allocate all claims: a; b".into()),
+                (1, "Insufficient cpu".into()),
+            ],
+            more: 4,
+        };
+        let words = failure.to_string();
+        assert_eq!(
+            words,
+            "no other node fits it (2 nodes: cannot allocate all claims: a; b; 1 node: Insufficient cpu; 4 more reasons)"
+        );
+        assert_eq!(MoveFailure::parse(&words), failure);
+        let error = DrainError::CannotMove {
+            pod: "ml/a".into(),
+            why: failure,
+        };
+        assert_eq!(DrainError::parse(&error.to_string()), Some(error));
     }
 }

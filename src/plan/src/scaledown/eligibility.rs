@@ -18,6 +18,7 @@ use super::keys::{
     CA_TO_BE_DELETED_TAINT, DAEMONSET_POD, DO_NOT_DISRUPT, KARPENTER_DO_NOT_DISRUPT, MIRROR_POD,
     SAFE_TO_EVICT, SAFE_TO_EVICT_LOCAL_VOLUMES, SCALE_DOWN_DISABLED, TO_BE_DELETED_TAINT, is_true,
 };
+use super::reasons::{BlockingPod, PodBlock, Unremovable};
 
 /// What a pod on a candidate node means for its removal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +28,7 @@ pub enum PodRole {
     /// Must fit on another node.
     Moves,
     /// Keeps the node, for this reason.
-    Blocks(String),
+    Blocks(BlockingPod),
 }
 
 /// A pod terminating longer than its grace period plus this is treated as gone
@@ -140,32 +141,35 @@ pub fn pod_role(pod: &Pod, now: Option<Timestamp>, has_budget: bool) -> PodRole 
     {
         return PodRole::Stays;
     }
-    let name = pod_name(pod);
+    let blocks = |block| {
+        PodRole::Blocks(BlockingPod {
+            pod: pod_name(pod),
+            block,
+        })
+    };
     let annotations = pod.metadata.annotations.as_ref();
     for key in [KARPENTER_DO_NOT_DISRUPT, DO_NOT_DISRUPT] {
         if is_true(annotations, key) {
-            return PodRole::Blocks(format!("pod {name} is annotated {key}"));
+            return blocks(PodBlock::DoNotDisrupt { key: key.into() });
         }
     }
     if is_safe_to_evict(pod) {
         return PodRole::Moves;
     }
     if !has_controller(pod) {
-        return PodRole::Blocks(format!("pod {name} has no controller"));
+        return blocks(PodBlock::NoController);
     }
     if pod.metadata.namespace.as_deref() == Some("kube-system") && !has_budget {
-        return PodRole::Blocks(format!(
-            "pod {name} is a kube-system pod without a PodDisruptionBudget"
-        ));
+        return blocks(PodBlock::KubeSystemWithoutBudget);
     }
     if annotations
         .and_then(|a| a.get(SAFE_TO_EVICT))
         .is_some_and(|v| v == "false")
     {
-        return PodRole::Blocks(format!("pod {name} is annotated {SAFE_TO_EVICT}=false"));
+        return blocks(PodBlock::NotSafeToEvict);
     }
     if let Some(volume) = blocking_local_volume(pod) {
-        return PodRole::Blocks(format!("pod {name} has local storage (volume {volume})"));
+        return blocks(PodBlock::LocalStorage { volume });
     }
     PodRole::Moves
 }
@@ -186,7 +190,7 @@ pub fn is_being_removed(node: &Node) -> bool {
 
 /// Why the node itself may never be removed, if an annotation says so.
 #[must_use]
-pub fn node_hold(node: &Node) -> Option<String> {
+pub fn node_hold(node: &Node) -> Option<Unremovable> {
     let annotations = node.metadata.annotations.as_ref();
     [
         SCALE_DOWN_DISABLED,
@@ -195,7 +199,7 @@ pub fn node_hold(node: &Node) -> Option<String> {
     ]
     .into_iter()
     .find(|key| is_true(annotations, key))
-    .map(|key| format!("node annotated {key}"))
+    .map(|key| Unremovable::Annotated { key: key.into() })
 }
 
 #[cfg(test)]
@@ -228,7 +232,7 @@ mod tests {
 
     fn blocks(role: PodRole) -> String {
         match role {
-            PodRole::Blocks(reason) => reason,
+            PodRole::Blocks(reason) => reason.to_string(),
             other => panic!("expected a block, got {other:?}"),
         }
     }
@@ -251,6 +255,14 @@ mod tests {
     #[test]
     fn pods_without_controller_kube_system_local_storage_and_not_safe_block() {
         let bare = pod(serde_json::json!({"metadata": {"ownerReferences": []}}));
+        // cluster-autoscaler's replicated rule: a pod no controller owns is NotReplicated.
+        assert_eq!(
+            pod_role(&bare, None, false),
+            PodRole::Blocks(BlockingPod {
+                pod: "ml/p".into(),
+                block: PodBlock::NoController
+            })
+        );
         assert_eq!(
             blocks(pod_role(&bare, None, false)),
             "pod ml/p has no controller"
@@ -306,9 +318,14 @@ mod tests {
         let node: Node = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "n", "annotations": {SCALE_DOWN_DISABLED: "true"}}}))
         .unwrap();
+        let hold = node_hold(&node).unwrap();
         assert_eq!(
-            node_hold(&node).unwrap(),
+            hold.to_string(),
             "node annotated cluster-autoscaler.kubernetes.io/scale-down-disabled"
+        );
+        assert_eq!(
+            hold.code(),
+            crate::scaledown::reasons::UnremovableReason::ScaleDownDisabledAnnotation
         );
         let tainted: Node = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "n"},

@@ -28,6 +28,7 @@ pub mod gangs;
 pub mod keys;
 mod pass;
 pub mod pdb;
+pub mod reasons;
 pub mod report;
 pub mod settings;
 pub mod utilization;
@@ -40,6 +41,10 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::report::PlanReport;
 
+pub use reasons::{
+    BlockingPod, BlockingPodReason, PodBlock, Removable, RemovableReason, ReservedHold,
+    Unremovable, UnremovableReason,
+};
 pub use report::{ScaleDown, ScaleDownBlocked, ScaleDownReport, Unneeded};
 pub use settings::{GroupSettings, ScaleDownDefaults};
 
@@ -60,8 +65,9 @@ pub struct ScaleDownOptions {
     /// destination, and the ones whose pods cannot go anywhere any more come back in
     /// [`ScaleDownReport::abandoned`].
     pub in_progress: BTreeSet<String>,
-    /// Nodes never to remove in this pass, with the reason (nodes still booting).
-    pub keep: BTreeMap<String, String>,
+    /// Nodes never to remove in this pass, with the reason (nodes still booting:
+    /// [`Unremovable::Booting`]).
+    pub keep: BTreeMap<String, Unremovable>,
 }
 
 /// Analyses `objects` (NodeGroups, DaemonSets, gang objects and PodDisruptionBudgets among

@@ -15,6 +15,7 @@ use super::eligibility::{
 };
 use super::gangs::{RunningGangs, running_gangs};
 use super::pdb::Budgets;
+use super::reasons::{Removable, Unremovable};
 use super::report::{ScaleDown, ScaleDownBlocked, ScaleDownReport, Unneeded};
 use super::settings::GroupSettings;
 use super::utilization::{Utilization, allocated_devices, pools_by_node};
@@ -59,7 +60,7 @@ pub(super) struct Pass<'a> {
     /// Node index -> why the plan needs it: a pending pod it puts there, a
     /// CapacityBuffer chunk kept there, or capacity booked there for a
     /// ProvisioningRequest.
-    planned_for: BTreeMap<usize, String>,
+    planned_for: BTreeMap<usize, Unremovable>,
     candidates: Vec<Candidate>,
     drainer: Drainer,
     report: ScaleDownReport,
@@ -107,7 +108,7 @@ fn cpu_memory(snapshot: &mut Snapshot, index: usize) -> [(String, f64); 2] {
 /// CapacityBuffer's chunks, a ProvisioningRequest's pods) and capacity booked for a
 /// provisioned request are not in the snapshot: their nodes are needed all the same, so
 /// kept capacity is never removed.
-fn replay_plan(snapshot: &mut Snapshot, plan: &PlanReport) -> BTreeMap<usize, String> {
+fn replay_plan(snapshot: &mut Snapshot, plan: &PlanReport) -> BTreeMap<usize, Unremovable> {
     let by_key: HashMap<String, usize> = snapshot
         .pods()
         .iter()
@@ -118,12 +119,11 @@ fn replay_plan(snapshot: &mut Snapshot, plan: &PlanReport) -> BTreeMap<usize, St
     for request in &plan.provisioning_requests {
         for node in &request.booked_nodes {
             if let Some(node_index) = snapshot.node_index(node) {
-                planned.entry(node_index).or_insert_with(|| {
-                    format!(
-                        "capacity is booked on it for ProvisioningRequest {}",
-                        request.provisioning_request
-                    )
-                });
+                planned
+                    .entry(node_index)
+                    .or_insert_with(|| Unremovable::Booked {
+                        request: request.provisioning_request.to_string(),
+                    });
             }
         }
     }
@@ -150,13 +150,19 @@ fn replay_plan(snapshot: &mut Snapshot, plan: &PlanReport) -> BTreeMap<usize, St
             if let Some((kind, owner)) = stand_ins.get(&report.pod) {
                 planned
                     .entry(node_index)
-                    .or_insert_with(|| format!("{kind} {owner} keeps pod {} on it", report.pod));
+                    .or_insert_with(|| Unremovable::StandInPod {
+                        kind: (*kind).to_string(),
+                        owner: owner.clone(),
+                        pod: report.pod.clone(),
+                    });
             }
             continue;
         };
         planned
             .entry(node_index)
-            .or_insert_with(|| format!("pending pod {} is planned onto it", report.pod));
+            .or_insert_with(|| Unremovable::PendingPodPlanned {
+                pod: report.pod.clone(),
+            });
         if snapshot.pod_node(pod).is_some() {
             continue;
         }
@@ -297,7 +303,7 @@ impl<'a> Pass<'a> {
                 continue;
             }
             match self.consider(&candidate) {
-                Err(reason) => self.blocked(&candidate, reason, false),
+                Err(reason) => self.blocked(&candidate, reason),
                 Ok(removed) => self.unneeded(&candidate, removed, room),
             }
         }
@@ -308,12 +314,11 @@ impl<'a> Pass<'a> {
         self.report
     }
 
-    fn blocked(&mut self, candidate: &Candidate, reason: String, waiting: bool) {
+    fn blocked(&mut self, candidate: &Candidate, reason: Unremovable) {
         self.report.scale_down_blocked.push(ScaleDownBlocked {
             node: node_name(&self.snapshot.nodes()[candidate.node]),
             node_group: candidate.group.clone(),
             reason,
-            waiting,
         });
     }
 
@@ -347,8 +352,7 @@ impl<'a> Pass<'a> {
                 Err(reason) => self.report.abandoned.push(ScaleDownBlocked {
                     node: name,
                     node_group: group,
-                    reason,
-                    waiting: false,
+                    reason: Unremovable::Drain(reason),
                 }),
             }
         }
@@ -364,7 +368,7 @@ impl<'a> Pass<'a> {
     }
 
     /// Checks one candidate and, when it may go, commits its moves.
-    fn consider(&mut self, candidate: &Candidate) -> Result<Removed, String> {
+    fn consider(&mut self, candidate: &Candidate) -> Result<Removed, Unremovable> {
         let node = &self.snapshot.nodes()[candidate.node];
         let name = node_name(node);
         let state = &self.groups[&candidate.group];
@@ -372,10 +376,9 @@ impl<'a> Pass<'a> {
             return Err(reason.clone());
         }
         if !state.settings.enabled {
-            return Err(format!(
-                "scale-down disabled for node group {}",
-                candidate.group
-            ));
+            return Err(Unremovable::ScaleDownDisabled {
+                node_group: candidate.group.clone(),
+            });
         }
         if let Some(hold) = node_hold(node) {
             return Err(hold);
@@ -384,26 +387,32 @@ impl<'a> Pass<'a> {
             return Err(why.clone());
         }
         if let Some(hold) = &state.settings.reserved_hold {
-            return Err(hold.clone());
+            return Err(Unremovable::Reserved(hold.clone()));
         }
         if state.size <= state.settings.min_size {
-            return Err(format!("minSize {}", state.settings.min_size));
+            return Err(Unremovable::MinSize {
+                min: state.settings.min_size,
+            });
         }
         let (movers, gang) = self.movers(candidate.node)?;
         let pods = self.snapshot.pods();
         // safe-to-evict pods skip the budget check, as cluster-autoscaler's rules do.
-        let spending = self.budgets.try_spend(
-            movers
-                .iter()
-                .map(|&p| &pods[p])
-                .filter(|p| !is_safe_to_evict(p)),
-        )?;
+        let spending = self
+            .budgets
+            .try_spend(
+                movers
+                    .iter()
+                    .map(|&p| &pods[p])
+                    .filter(|p| !is_safe_to_evict(p)),
+            )
+            .map_err(Unremovable::Budget)?;
         let elsewhere = movers
             .iter()
             .any(|&p| self.snapshot.pod_node(p) != Some(candidate.node));
-        let moves =
-            self.drainer
-                .move_pods(&mut self.snapshot, &movers, candidate.node, elsewhere)?;
+        let moves = self
+            .drainer
+            .move_pods(&mut self.snapshot, &movers, candidate.node, elsewhere)
+            .map_err(Unremovable::Drain)?;
         self.budgets.spend(&spending);
         self.record_moves(&moves);
         if let Some(state) = self.groups.get_mut(&candidate.group) {
@@ -418,7 +427,7 @@ impl<'a> Pass<'a> {
 
     /// The pods that must move for node `node` to go: its own, and every member of a gang
     /// that may move whole; or why it must stay.
-    fn movers(&self, node: usize) -> Result<(Vec<usize>, Option<String>), String> {
+    fn movers(&self, node: usize) -> Result<(Vec<usize>, Option<String>), Unremovable> {
         let pods = self.snapshot.pods();
         let mut movers: Vec<usize> = Vec::new();
         let mut whole_gang = None;
@@ -434,7 +443,9 @@ impl<'a> Pass<'a> {
             if let Some(&g) = self.gangs.of_pod.get(&pod) {
                 let gang = &self.gangs.gangs[g];
                 if !gang.whole {
-                    return Err(format!("running gang {}", gang.name));
+                    return Err(Unremovable::RunningGang {
+                        gang: gang.name.clone(),
+                    });
                 }
                 for &member in &gang.members {
                     let member_pod = &pods[member];
@@ -444,8 +455,11 @@ impl<'a> Pass<'a> {
                         self.budgets.covers(member_pod),
                     ) {
                         PodRole::Stays => {}
-                        PodRole::Blocks(reason) => {
-                            return Err(format!("gang {} cannot move whole: {reason}", gang.name));
+                        PodRole::Blocks(pod) => {
+                            return Err(Unremovable::GangMember {
+                                gang: gang.name.clone(),
+                                pod,
+                            });
                         }
                         PodRole::Moves => {
                             if !movers.contains(&member) && self.snapshot.pod_node(member).is_some()
@@ -459,7 +473,7 @@ impl<'a> Pass<'a> {
                 continue;
             }
             match role {
-                PodRole::Blocks(reason) => return Err(reason),
+                PodRole::Blocks(pod) => return Err(Unremovable::Pod(pod)),
                 _ => {
                     if !movers.contains(&pod) {
                         movers.push(pod);
@@ -503,19 +517,16 @@ impl<'a> Pass<'a> {
                 let elapsed = now.duration_since(since);
                 return self.blocked(
                     candidate,
-                    format!("unneeded for {elapsed:#} of {wait:#}"),
-                    true,
+                    Unremovable::NotUnneededLongEnough { elapsed, wait },
                 );
             }
         }
         if self.report.scale_downs.len() >= room {
             return self.blocked(
                 candidate,
-                format!(
-                    "waiting: at most {} removals at a time (--max-scale-down-parallelism)",
-                    self.options.max_parallelism
-                ),
-                true,
+                Unremovable::MaxParallelism {
+                    max: self.options.max_parallelism,
+                },
             );
         }
         let pods = self.snapshot.pods();
@@ -525,25 +536,19 @@ impl<'a> Pass<'a> {
             .map(|&(pod, to)| (pod_name(&pods[pod]), node_name(&nodes[to])))
             .collect();
         let reason = if empty {
-            "empty".to_string()
+            Removable::Empty
         } else {
-            let list: Vec<String> = moves.iter().map(|(p, n)| format!("{p} -> {n}")).collect();
-            let gang = gang
-                .map(|g| format!("; gang {g} moves whole"))
-                .unwrap_or_default();
-            format!(
-                "underutilized: {} ({}){gang}; pods: {}",
-                candidate.utilization.percent(),
-                candidate.utilization.resource,
-                list.join(", ")
-            )
+            Removable::Underutilized {
+                percent: candidate.utilization.whole_percent(),
+                resource: candidate.utilization.resource.clone(),
+                gang,
+                moves,
+            }
         };
         self.report.scale_downs.push(ScaleDown {
             node: name,
             node_group: candidate.group.clone(),
             reason,
-            empty,
-            moves,
         });
     }
 }

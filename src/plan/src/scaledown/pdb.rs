@@ -14,6 +14,8 @@ use dra_sim::selectors::Selector;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
+use super::reasons::BlockingPodReason;
+
 /// One budget, read.
 #[derive(Debug, Clone)]
 struct Budget {
@@ -37,6 +39,80 @@ pub struct BadBudget {
     pub budget: String,
     /// What was wrong.
     pub error: String,
+}
+
+/// Why a PodDisruptionBudget keeps a pod from being evicted (the Eviction API's refusals,
+/// as the simulation spends budgets).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    /// More than one budget selects the pod.
+    #[error(
+        "pod {pod} is selected by more than one PodDisruptionBudget ({}); the Eviction API refuses to evict it",
+        budgets.join(", ")
+    )]
+    MultipleBudgets {
+        /// `namespace/name` of the pod.
+        pod: String,
+        /// `namespace/name` of each budget.
+        budgets: Vec<String>,
+    },
+    /// The budget's `status.observedGeneration` is behind its `metadata.generation`.
+    #[error("PodDisruptionBudget {budget} is still being processed (pod {pod})")]
+    NotProcessed {
+        /// `namespace/name` of the budget.
+        budget: String,
+        /// `namespace/name` of the pod.
+        pod: String,
+    },
+    /// The budget's `status.disruptionsAllowed`, less what the pass spent, is 0.
+    #[error("PodDisruptionBudget {budget} allows no more disruptions (pod {pod})")]
+    NoDisruptionsLeft {
+        /// `namespace/name` of the budget.
+        budget: String,
+        /// `namespace/name` of the pod.
+        pod: String,
+    },
+}
+
+impl BudgetError {
+    /// The code of what the pod blocks by.
+    #[must_use]
+    pub fn code(&self) -> BlockingPodReason {
+        match self {
+            Self::MultipleBudgets { .. } => BlockingPodReason::MultiplePdbs,
+            Self::NotProcessed { .. } | Self::NoDisruptionsLeft { .. } => {
+                BlockingPodReason::NotEnoughPdb
+            }
+        }
+    }
+
+    /// Reads the words `Display` writes.
+    #[must_use]
+    pub fn parse(words: &str) -> Option<Self> {
+        if let Some(rest) = words.strip_prefix("pod ")
+            && let Some(rest) = rest.strip_suffix("); the Eviction API refuses to evict it")
+            && let Some((pod, budgets)) =
+                rest.split_once(" is selected by more than one PodDisruptionBudget (")
+        {
+            return Some(Self::MultipleBudgets {
+                pod: pod.into(),
+                budgets: budgets.split(", ").map(String::from).collect(),
+            });
+        }
+        let rest = words.strip_prefix("PodDisruptionBudget ")?;
+        let (rest, pod) = rest.strip_suffix(')')?.rsplit_once(" (pod ")?;
+        if let Some(budget) = rest.strip_suffix(" is still being processed") {
+            return Some(Self::NotProcessed {
+                budget: budget.into(),
+                pod: pod.into(),
+            });
+        }
+        let budget = rest.strip_suffix(" allows no more disruptions")?;
+        Some(Self::NoDisruptionsLeft {
+            budget: budget.into(),
+            pod: pod.into(),
+        })
+    }
 }
 
 /// Every budget, with what is left of it.
@@ -154,7 +230,7 @@ impl Budgets {
     pub fn try_spend<'a>(
         &self,
         pods: impl IntoIterator<Item = &'a Pod>,
-    ) -> Result<Spending, String> {
+    ) -> Result<Spending, BudgetError> {
         let mut spent: BTreeMap<usize, i64> = BTreeMap::new();
         for pod in pods {
             if ignores_budgets(pod) {
@@ -167,14 +243,13 @@ impl Budgets {
                 pod.metadata.name.as_deref().unwrap_or_default()
             );
             if matching.len() > 1 {
-                let names: Vec<&str> = matching
-                    .iter()
-                    .map(|&i| self.budgets[i].key.as_str())
-                    .collect();
-                return Err(format!(
-                    "pod {name} is selected by more than one PodDisruptionBudget ({}); the Eviction API refuses to evict it",
-                    names.join(", ")
-                ));
+                return Err(BudgetError::MultipleBudgets {
+                    pod: name,
+                    budgets: matching
+                        .iter()
+                        .map(|&i| self.budgets[i].key.clone())
+                        .collect(),
+                });
             }
             let Some(&index) = matching.first() else {
                 continue;
@@ -184,17 +259,17 @@ impl Budgets {
                 continue;
             }
             if !budget.processed {
-                return Err(format!(
-                    "PodDisruptionBudget {} is still being processed (pod {name})",
-                    budget.key
-                ));
+                return Err(BudgetError::NotProcessed {
+                    budget: budget.key.clone(),
+                    pod: name,
+                });
             }
             let used = spent.entry(index).or_default();
             if budget.left - *used < 1 {
-                return Err(format!(
-                    "PodDisruptionBudget {} allows no more disruptions (pod {name})",
-                    budget.key
-                ));
+                return Err(BudgetError::NoDisruptionsLeft {
+                    budget: budget.key.clone(),
+                    pod: name,
+                });
             }
             *used += 1;
         }
@@ -261,8 +336,17 @@ mod tests {
         let err = budgets.try_spend([&b]).unwrap_err();
         assert_eq!(
             err,
+            BudgetError::NoDisruptionsLeft {
+                budget: "ml/web".into(),
+                pod: "ml/web-1".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
             "PodDisruptionBudget ml/web allows no more disruptions (pod ml/web-1)"
         );
+        assert_eq!(err.code(), BlockingPodReason::NotEnoughPdb);
+        assert_eq!(BudgetError::parse(&err.to_string()), Some(err));
     }
 
     #[test]
@@ -281,15 +365,28 @@ mod tests {
         let err = budgets
             .try_spend([&pod("web-0", "web", "Running", true)])
             .unwrap_err();
+        assert_eq!(
+            err,
+            BudgetError::MultipleBudgets {
+                pod: "ml/web-0".into(),
+                budgets: vec!["ml/a".into(), "ml/b".into()]
+            }
+        );
         assert!(
-            err.contains("more than one PodDisruptionBudget (ml/a, ml/b)"),
+            err.to_string()
+                .contains("more than one PodDisruptionBudget (ml/a, ml/b)"),
             "{err}"
         );
+        assert_eq!(BudgetError::parse(&err.to_string()), Some(err));
         let (budgets, _) = Budgets::read(&[pdb("a", "web", 1, 0)]);
         let err = budgets
             .try_spend([&pod("web-0", "web", "Running", true)])
             .unwrap_err();
-        assert!(err.contains("still being processed"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "PodDisruptionBudget ml/a is still being processed (pod ml/web-0)"
+        );
+        assert_eq!(BudgetError::parse(&err.to_string()), Some(err));
         assert!(budgets.covers(&pod("web-0", "web", "Running", true)));
         assert!(!budgets.covers(&pod("db-0", "db", "Running", true)));
     }

@@ -1,46 +1,133 @@
 //! What a scale-down analysis found. `simulate` prints `scaleDowns` and `scaleDownBlocked`
-//! (keys are a contract: each entry is exactly `{node, nodeGroup, reason}`); the controller
-//! also reads what the JSON leaves out (empty or not, where each pod would go, since when a node
-//! is unneeded).
+//! (keys are a contract: each entry is exactly `{node, nodeGroup, reason, code}`, `reason` the
+//! words and `code` what they are); the controller also reads what the JSON leaves out (where
+//! each pod would go, since when a node is unneeded).
 
 use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use super::reasons::{Removable, RemovableReason, Unremovable, UnremovableReason};
+
 /// A node to remove now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(into = "Entry<RemovableReason>", try_from = "Entry<RemovableReason>")]
 pub struct ScaleDown {
     /// The Node's name.
     pub node: String,
     /// Its NodeGroup.
     pub node_group: String,
-    /// Why it may go: `empty`, or `underutilized: 12% (<resource>)` with every pod and where it
-    /// would land.
-    pub reason: String,
+    /// Why it may go: empty, or underused with every pod and where it would land.
+    pub reason: Removable,
+}
+
+impl ScaleDown {
     /// No pod needs a new place (only DaemonSet, mirror or finished pods).
-    #[serde(skip)]
-    pub empty: bool,
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.reason == Removable::Empty
+    }
+
     /// Pods to evict, `namespace/name`, with the node each would land on.
-    #[serde(skip)]
-    pub moves: Vec<(String, String)>,
+    #[must_use]
+    pub fn moves(&self) -> &[(String, String)] {
+        match &self.reason {
+            Removable::Empty => &[],
+            Removable::Underutilized { moves, .. } => moves,
+        }
+    }
 }
 
 /// An underused node that is kept, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    into = "Entry<UnremovableReason>",
+    try_from = "Entry<UnremovableReason>"
+)]
 pub struct ScaleDownBlocked {
     /// The Node's name.
     pub node: String,
     /// Its NodeGroup.
     pub node_group: String,
-    /// What keeps it (`running gang ml/train-a`, `pod ml/x has no controller`,
-    /// `PodDisruptionBudget ml/y …`, `reserved capacity …`, `minSize 1`, `pod ml/z cannot
-    /// move: …`).
-    pub reason: String,
-    /// Kept only for now: unneeded, but not for long enough yet, or waiting for room among the
-    /// removals under way.
-    #[serde(skip)]
-    pub waiting: bool,
+    /// What keeps it; [`Unremovable::is_waiting`] tells a node kept only for now (unneeded,
+    /// but not long enough yet, or waiting for room among the removals under way).
+    pub reason: Unremovable,
+}
+
+/// The JSON form of one entry: the reason's words and its code.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry<C> {
+    node: String,
+    node_group: String,
+    reason: String,
+    code: C,
+}
+
+/// An entry whose words are not what its code says.
+#[derive(Debug, thiserror::Error)]
+#[error("node {node}: reason {reason:?} is not the words of code {code}")]
+pub struct ReasonMismatch {
+    node: String,
+    reason: String,
+    code: String,
+}
+
+impl From<ScaleDown> for Entry<RemovableReason> {
+    fn from(s: ScaleDown) -> Self {
+        Entry {
+            code: s.reason.code(),
+            reason: s.reason.to_string(),
+            node: s.node,
+            node_group: s.node_group,
+        }
+    }
+}
+
+impl TryFrom<Entry<RemovableReason>> for ScaleDown {
+    type Error = ReasonMismatch;
+    fn try_from(e: Entry<RemovableReason>) -> Result<Self, Self::Error> {
+        match Removable::parse(e.code, &e.reason) {
+            Some(reason) => Ok(ScaleDown {
+                node: e.node,
+                node_group: e.node_group,
+                reason,
+            }),
+            None => Err(ReasonMismatch {
+                node: e.node,
+                reason: e.reason,
+                code: format!("{:?}", e.code),
+            }),
+        }
+    }
+}
+
+impl From<ScaleDownBlocked> for Entry<UnremovableReason> {
+    fn from(b: ScaleDownBlocked) -> Self {
+        Entry {
+            code: b.reason.code(),
+            reason: b.reason.to_string(),
+            node: b.node,
+            node_group: b.node_group,
+        }
+    }
+}
+
+impl TryFrom<Entry<UnremovableReason>> for ScaleDownBlocked {
+    type Error = ReasonMismatch;
+    fn try_from(e: Entry<UnremovableReason>) -> Result<Self, Self::Error> {
+        match Unremovable::parse(e.code, &e.reason) {
+            Some(reason) => Ok(ScaleDownBlocked {
+                node: e.node,
+                node_group: e.node_group,
+                reason,
+            }),
+            None => Err(ReasonMismatch {
+                node: e.node,
+                reason: e.reason,
+                code: e.code.as_str().to_string(),
+            }),
+        }
+    }
 }
 
 /// A node found unneeded in this pass (underused, every pod able to move), for the
@@ -109,30 +196,46 @@ mod tests {
             scale_downs: vec![ScaleDown {
                 node: "n".into(),
                 node_group: "g".into(),
-                reason: "empty".into(),
-                empty: true,
-                moves: vec![("ml/a".into(), "m".into())],
+                reason: Removable::Empty,
             }],
             scale_down_blocked: vec![ScaleDownBlocked {
                 node: "k".into(),
                 node_group: "g".into(),
-                reason: "minSize 1".into(),
-                waiting: false,
+                reason: Unremovable::MinSize { min: 1 },
             }],
             ..Default::default()
         };
+        let json = serde_json::to_value(&report).unwrap();
+        // A node at its group's minimum is cluster-autoscaler's NodeGroupMinSizeReached.
         assert_eq!(
-            serde_json::to_value(&report).unwrap(),
+            json,
             serde_json::json!({
-                "scaleDowns": [{"node": "n", "nodeGroup": "g", "reason": "empty"}],
-                "scaleDownBlocked": [{"node": "k", "nodeGroup": "g", "reason": "minSize 1"}]
+                "scaleDowns": [{"node": "n", "nodeGroup": "g", "reason": "empty", "code": "Empty"}],
+                "scaleDownBlocked": [{"node": "k", "nodeGroup": "g", "reason": "minSize 1",
+                                      "code": "NodeGroupMinSizeReached"}]
             })
         );
+        let back: ScaleDownReport = serde_json::from_value(json).unwrap();
+        assert_eq!(back, report);
         let text = report.to_text();
         assert!(text.contains("SCALE-DOWNS\n  n (g): empty\n"), "{text}");
         assert!(
             text.contains("KEPT (underused)\n  k (g): minSize 1\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn words_that_are_not_their_codes_do_not_read_back() {
+        let wrong = serde_json::json!({
+            "scaleDownBlocked": [{"node": "k", "nodeGroup": "g", "reason": "minSize one",
+                                  "code": "NodeGroupMinSizeReached"}]
+        });
+        let error = serde_json::from_value::<ScaleDownReport>(wrong).unwrap_err();
+        assert!(error.to_string().contains("node k"), "{error}");
+        let no_code = serde_json::json!({
+            "scaleDowns": [{"node": "n", "nodeGroup": "g", "reason": "empty"}]
+        });
+        assert!(serde_json::from_value::<ScaleDownReport>(no_code).is_err());
     }
 }

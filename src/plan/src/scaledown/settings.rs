@@ -4,6 +4,8 @@
 use dra_api::{CapacityType, NodeGroupSpec};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+use super::reasons::ReservedHold;
+
 /// Controller-wide defaults (the `--scale-down-*` flags). cluster-autoscaler's defaults where
 /// it has one: enabled, threshold 0.5, unneeded time 10 minutes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,7 +46,7 @@ pub struct GroupSettings {
     pub min_size: usize,
     /// Why its nodes are kept whatever else holds (a reserved group before its reservation
     /// ends), if so.
-    pub reserved_hold: Option<String>,
+    pub reserved_hold: Option<ReservedHold>,
     /// `pricePerHour`, to remove the most expensive nodes first.
     pub price_per_hour: f64,
     /// Whether the group is reserved capacity (removed last).
@@ -66,15 +68,10 @@ impl GroupSettings {
         let reserved_hold = if reserved && policy.remove_reserved_nodes != Some(true) {
             let reservation = spec.reservation.as_ref();
             let end = reservation.and_then(|r| r.end_time.as_ref()).map(|t| t.0);
-            let id = reservation.map(|r| r.id.as_str()).unwrap_or_default();
+            let reservation = reservation.map(|r| r.id.clone()).unwrap_or_default();
             match (end, now) {
                 (Some(end), Some(now)) if end <= now => None,
-                (Some(end), _) => Some(format!(
-                    "reserved capacity (reservation {id} ends {end}; set spec.scaleDown.removeReservedNodes to remove earlier)"
-                )),
-                (None, _) => Some(format!(
-                    "reserved capacity (reservation {id}; set spec.scaleDown.removeReservedNodes to remove it)"
-                )),
+                (ends, _) => Some(ReservedHold { reservation, ends }),
             }
         } else {
             None
@@ -150,7 +147,12 @@ mod tests {
         let before: Timestamp = "2026-11-30T00:00:00Z".parse().unwrap();
         let after: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
         let held = GroupSettings::resolve(&reserved, &defaults, Some(before));
-        assert!(held.reserved_hold.unwrap().starts_with("reserved capacity"));
+        assert!(
+            held.reserved_hold
+                .unwrap()
+                .to_string()
+                .starts_with("reserved capacity")
+        );
         assert!(
             GroupSettings::resolve(&reserved, &defaults, None)
                 .reserved_hold

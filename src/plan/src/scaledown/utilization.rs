@@ -29,7 +29,15 @@ impl Utilization {
     /// The value as a whole percentage, for reasons (`12%`).
     #[must_use]
     pub fn percent(&self) -> String {
-        format!("{}%", (self.value * 100.0).round())
+        format!("{}%", self.whole_percent())
+    }
+
+    /// The value as a whole number of percent, rounded (0 for a value below 0 or not a
+    /// number).
+    #[must_use]
+    pub fn whole_percent(&self) -> u64 {
+        // `as` saturates: a share far above 1 (requests over allocatable) stays a large number.
+        (self.value * 100.0).round().max(0.0) as u64
     }
 
     /// The highest of `candidates`; on a tie the first wins, so list pools before CPU and
