@@ -3,8 +3,7 @@
 //! ```text
 //!  stores ──► reconcile NodeGroup status (upcoming, timeouts, backoff) ──► write status
 //!     │                                   │
-//!     └──► snapshot::View ◄───────────────┘ (groups in backoff left out; kept between
-//!                 │                           loops, only changed objects copied)
+//!     └──► snapshot::build ◄──────────────┘ (groups in backoff left out)
 //!                 │
 //!          dra_plan::plan  (spawn_blocking)
 //!                 │
@@ -24,9 +23,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dra_api::NodeGroup;
-use dra_plan::PlanOptions;
-use dra_plan::handback::plan_handing_back;
 use dra_plan::report::{GangOutcome, PlanReport, ScaleUp};
+use dra_plan::{PlanOptions, plan};
 use dra_sim::FeatureGates;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Resource;
@@ -92,8 +90,6 @@ pub struct Autoscaler {
     /// Machines that never registered whose deletion failed, by group: tried again each
     /// loop while their provider still lists them.
     undeleted: std::sync::Mutex<BTreeMap<String, BTreeSet<String>>>,
-    /// The planner's nodes and pods, kept from loop to loop.
-    view: std::sync::Mutex<snapshot::View>,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -152,7 +148,6 @@ impl Autoscaler {
             scale_down: None,
             asked: std::sync::Mutex::default(),
             undeleted: std::sync::Mutex::default(),
-            view: std::sync::Mutex::default(),
         }
     }
 
@@ -169,42 +164,27 @@ impl Autoscaler {
         self.scale_down.as_ref()
     }
 
-    /// The planner's nodes and pods kept between loops.
-    fn view(&self) -> std::sync::MutexGuard<'_, snapshot::View> {
-        self.view
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// How many nodes and pods the last loop copied into the planner's input, and how
-    /// often it started over.
-    #[must_use]
-    pub fn view_counts(&self) -> snapshot::Counts {
-        self.view().counts()
-    }
-
-    /// Runs scale-down after the plan (`plan` is empty when nothing was pending), and
-    /// keeps the nodes and pods of `objects` for the next loop.
+    /// Runs scale-down after the plan (`plan` is empty when nothing was pending).
     #[allow(clippy::too_many_arguments)]
     async fn after_plan(
         &self,
         inputs: &Inputs,
         membership: &Membership,
         groups: &BTreeMap<String, NodeGroup>,
-        objects: dra_sim::ClusterObjects,
+        objects: Option<dra_sim::ClusterObjects>,
         plan: &PlanReport,
         booting: &[String],
         now: Timestamp,
         summary: &mut LoopSummary,
     ) {
-        let Some(scale_down) = self.scale_down.as_ref().filter(|_| self.is_leader()) else {
-            self.view().give_back(objects.nodes, objects.pods);
+        let (Some(scale_down), Some(objects)) = (&self.scale_down, objects) else {
             return;
         };
-        let (hand_back, handed_back) = tokio::sync::oneshot::channel();
+        if !self.is_leader() {
+            return;
+        }
         let state = LoopState {
             objects,
-            hand_back: Some(hand_back),
             groups,
             plan,
             booting,
@@ -214,9 +194,6 @@ impl Autoscaler {
             now,
         };
         summary.scale_down = Some(scale_down.run(state, self.config.gates, &self.status).await);
-        if let Ok((nodes, pods)) = handed_back.await {
-            self.view().give_back(nodes, pods);
-        }
     }
 
     fn is_leader(&self) -> bool {
@@ -272,7 +249,7 @@ impl Autoscaler {
             })
             .cloned()
             .collect();
-        let built = self.view().update(
+        let built = snapshot::build(
             inputs,
             &membership,
             &planning,
@@ -286,6 +263,7 @@ impl Autoscaler {
             },
         );
         summary.planned_for = built.planned_for.len();
+        let scale_down_objects = self.scale_down.as_ref().map(|_| built.objects.clone());
         self.metrics
             .unschedulable_pods
             .set(i64::try_from(built.planned_for.len()).unwrap_or(i64::MAX));
@@ -301,7 +279,7 @@ impl Autoscaler {
                 inputs,
                 &membership,
                 &groups,
-                built.objects,
+                scale_down_objects,
                 &PlanReport::default(),
                 &built.booting_nodes,
                 now,
@@ -312,10 +290,8 @@ impl Autoscaler {
             return summary;
         }
 
-        // The planner hands the nodes and pods back for the scale-down analysis: one
-        // copy of the cluster per loop, not two.
-        let planned = self.plan(built.objects, now).await;
-        let Some((report, scale_down_objects)) = planned else {
+        let report = self.plan(built.objects, now).await;
+        let Some(report) = report else {
             self.metrics.loop_errors.inc();
             self.finish(started, now);
             return summary;
@@ -434,32 +410,25 @@ impl Autoscaler {
         self.metrics.last_loop_timestamp.set(now.as_second());
     }
 
-    /// The plan of `objects`, and `objects` handed back as they were given
-    /// ([`dra_plan::handback`]).
-    async fn plan(
-        &self,
-        objects: dra_sim::ClusterObjects,
-        now: Timestamp,
-    ) -> Option<(PlanReport, dra_sim::ClusterObjects)> {
+    async fn plan(&self, objects: dra_sim::ClusterObjects, now: Timestamp) -> Option<PlanReport> {
         let gates = self.config.gates;
         let mut options = self.config.plan.clone();
         options.now = Some(now);
         options.provisioning_request_backoff = self.provreq_backoff().clone();
         let plan_started = Instant::now();
         // The planner is CPU-bound and synchronous: keep it off the runtime's workers.
-        let result =
-            tokio::task::spawn_blocking(move || plan_handing_back(objects, gates, &options)).await;
+        let result = tokio::task::spawn_blocking(move || plan(objects, gates, &options)).await;
         self.metrics
             .plan_duration
             .observe(plan_started.elapsed().as_secs_f64());
         match result {
-            Ok((report, objects)) => {
+            Ok(report) => {
                 // The loop checked every group before (`validity`) and
                 // reported the invalid ones once; the planner's copy is noise.
                 for error in &report.node_group_errors {
                     tracing::debug!(node_group = %error.node_group, error = %error.error, "invalid NodeGroup left out");
                 }
-                Some((report, objects))
+                Some(report)
             }
             Err(error) => {
                 tracing::error!(%error, "the planner panicked");
