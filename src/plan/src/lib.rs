@@ -11,6 +11,7 @@ pub mod gang;
 pub mod gang_apis;
 pub mod gang_kinds;
 pub mod groups;
+pub mod handback;
 pub mod planner;
 pub mod provreq;
 pub mod report;

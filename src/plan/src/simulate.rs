@@ -35,68 +35,15 @@ pub fn loader() -> Loader {
 ///
 /// The same as [`crate::plan`] of a copy of `objects` followed by
 /// [`crate::scaledown::analyse`] of `objects`, without the copy of the nodes and pods,
-/// which are most of a large snapshot's memory: the planner never changes a node it was
-/// given and changes a pod only by binding it, so its snapshot hands them back for the
-/// analysis, unbound again, with the planned nodes and the pods it added left out.
+/// which are most of a large snapshot's memory: the planner hands them back
+/// ([`crate::handback`]).
 #[must_use]
 pub fn plan_and_scale_down(
     objects: ClusterObjects,
     gates: FeatureGates,
     options: &PlanOptions,
 ) -> (PlanReport, ScaleDownReport) {
-    let ClusterObjects {
-        nodes,
-        pods,
-        namespaces,
-        device_classes,
-        resource_slices,
-        resource_claims,
-        resource_claim_templates,
-        device_taint_rules,
-        extra,
-        pod_workload_refs,
-    } = objects;
-    let node_count = nodes.len();
-    let pod_count = pods.len();
-    // Where each pod is bound now (`None` for a pod without a spec): binding is the one
-    // change the planner makes to a pod.
-    let bound_to: Vec<Option<Option<String>>> = pods
-        .iter()
-        .map(|p| p.spec.as_ref().map(|s| s.node_name.clone()))
-        .collect();
-    let rest = ClusterObjects {
-        nodes: Vec::new(),
-        pods: Vec::new(),
-        namespaces,
-        device_classes,
-        resource_slices,
-        resource_claims,
-        resource_claim_templates,
-        device_taint_rules,
-        extra,
-        pod_workload_refs,
-    };
-    let planning = ClusterObjects {
-        nodes,
-        pods,
-        ..rest.clone()
-    };
-    let (plan, planned) = crate::prepare_for(planning, gates, options).run_keeping_state(options);
-    let (mut nodes, mut pods) = planned.into_nodes_and_pods();
-    // The snapshot keeps the nodes it was given first (in name order, which the analysis
-    // sorts them into anyway) and the pods it was given first, in order.
-    nodes.truncate(node_count);
-    pods.truncate(pod_count);
-    for (pod, node_name) in pods.iter_mut().zip(bound_to) {
-        if let (Some(spec), Some(node_name)) = (pod.spec.as_mut(), node_name) {
-            spec.node_name = node_name;
-        }
-    }
-    let objects = ClusterObjects {
-        nodes,
-        pods,
-        ..rest
-    };
+    let (plan, objects) = crate::handback::plan_handing_back(objects, gates, options);
     let scale_down = crate::scaledown::analyse(
         objects,
         gates,
@@ -110,7 +57,7 @@ pub fn plan_and_scale_down(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The plan and the scale-down analysis the simple way: a copy of everything planned,
@@ -135,7 +82,7 @@ mod tests {
 
     /// Every planner scenario and every simulate case of `testdata/`, loaded as
     /// `simulate` loads them.
-    fn snapshots() -> Vec<(String, ClusterObjects)> {
+    pub(crate) fn snapshots() -> Vec<(String, ClusterObjects)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
         let mut found = Vec::new();
         for dir in ["scenarios", "simulate"] {

@@ -82,3 +82,14 @@ pub fn analyse(
 ) -> ScaleDownReport {
     pass::Pass::new(objects, gates, plan, options).run()
 }
+
+/// [`analyse`], also handing back the snapshot the analysis leaves (for
+/// [`crate::handback::analyse_handing_back`]).
+pub(crate) fn analyse_keeping_snapshot(
+    objects: ClusterObjects,
+    gates: FeatureGates,
+    plan: &PlanReport,
+    options: &ScaleDownOptions,
+) -> (ScaleDownReport, dra_sim::snapshot::Snapshot) {
+    pass::Pass::new(objects, gates, plan, options).run_keeping_snapshot()
+}

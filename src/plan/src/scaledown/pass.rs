@@ -287,7 +287,12 @@ impl<'a> Pass<'a> {
         }
     }
 
-    pub(super) fn run(mut self) -> ScaleDownReport {
+    pub(super) fn run(self) -> ScaleDownReport {
+        self.run_keeping_snapshot().0
+    }
+
+    /// [`Pass::run`], also handing back the snapshot the analysis leaves.
+    pub(super) fn run_keeping_snapshot(mut self) -> (ScaleDownReport, Snapshot) {
         self.finish_in_progress();
         let candidates = std::mem::take(&mut self.candidates);
         let room = if self.options.max_parallelism == 0 {
@@ -311,7 +316,7 @@ impl<'a> Pass<'a> {
         self.report
             .scale_down_blocked
             .sort_by_key(|b| snapshot.node_index(&b.node));
-        self.report
+        (self.report, self.snapshot)
     }
 
     fn blocked(&mut self, candidate: &Candidate, reason: Unremovable) {

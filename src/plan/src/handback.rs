@@ -1,0 +1,120 @@
+//! One input for the plan and for what reads the cluster after it (the scale-down
+//! analysis), and back to the caller: the planner's and the analysis' snapshots hand the
+//! nodes and pods they were given back, so a caller needs no second copy of them and can
+//! keep them for its next plan.
+//!
+//! Neither changes a node it was given, and they change a pod only by binding it; a
+//! snapshot keeps the nodes it was given first (in name order) and the pods it was given
+//! first, in order. So the nodes and pods come back as they were given, once the nodes
+//! and pods added after them and the bindings made are taken off.
+
+use dra_sim::{ClusterObjects, FeatureGates};
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::scaledown::{ScaleDownOptions, ScaleDownReport};
+use crate::{PlanOptions, PlanReport, prepare_for};
+
+/// How many nodes and pods were given, and where each pod was bound then.
+struct Given {
+    nodes: usize,
+    pods: usize,
+    /// Per pod, its node name (`None` for a pod without a spec).
+    bound_to: Vec<Option<Option<String>>>,
+}
+
+impl Given {
+    fn note(nodes: &[Node], pods: &[Pod]) -> Self {
+        Self {
+            nodes: nodes.len(),
+            pods: pods.len(),
+            bound_to: pods
+                .iter()
+                .map(|p| p.spec.as_ref().map(|s| s.node_name.clone()))
+                .collect(),
+        }
+    }
+
+    /// The nodes and pods of a snapshot made from the ones given, as they were given.
+    fn restore(self, (mut nodes, mut pods): (Vec<Node>, Vec<Pod>)) -> (Vec<Node>, Vec<Pod>) {
+        nodes.truncate(self.nodes);
+        pods.truncate(self.pods);
+        for (pod, node_name) in pods.iter_mut().zip(self.bound_to) {
+            if let (Some(spec), Some(node_name)) = (pod.spec.as_mut(), node_name) {
+                spec.node_name = node_name;
+            }
+        }
+        (nodes, pods)
+    }
+}
+
+/// The plan of `objects` (as [`crate::plan`]), and `objects` handed back as they were
+/// given: nodes in name order, pods in their order, neither copied. Namespaces, DRA
+/// objects, extras and workload references are copied for the planner (they are few)
+/// and handed back untouched.
+#[must_use]
+pub fn plan_handing_back(
+    objects: ClusterObjects,
+    gates: FeatureGates,
+    options: &PlanOptions,
+) -> (PlanReport, ClusterObjects) {
+    let ClusterObjects {
+        nodes,
+        pods,
+        namespaces,
+        device_classes,
+        resource_slices,
+        resource_claims,
+        resource_claim_templates,
+        device_taint_rules,
+        extra,
+        pod_workload_refs,
+    } = objects;
+    let given = Given::note(&nodes, &pods);
+    let rest = ClusterObjects {
+        nodes: Vec::new(),
+        pods: Vec::new(),
+        namespaces,
+        device_classes,
+        resource_slices,
+        resource_claims,
+        resource_claim_templates,
+        device_taint_rules,
+        extra,
+        pod_workload_refs,
+    };
+    let planning = ClusterObjects {
+        nodes,
+        pods,
+        ..rest.clone()
+    };
+    let (plan, planned) = prepare_for(planning, gates, options).run_keeping_state(options);
+    let (nodes, pods) = given.restore(planned.into_nodes_and_pods());
+    (
+        plan,
+        ClusterObjects {
+            nodes,
+            pods,
+            ..rest
+        },
+    )
+}
+
+/// The scale-down analysis of `objects` after `plan` (as [`crate::scaledown::analyse`]),
+/// and `objects`' nodes and pods handed back as they were given: nodes in name order,
+/// pods in their order, neither copied. The rest of `objects` is dropped.
+#[must_use]
+pub fn analyse_handing_back(
+    objects: ClusterObjects,
+    gates: FeatureGates,
+    plan: &PlanReport,
+    options: &ScaleDownOptions,
+) -> (ScaleDownReport, Vec<Node>, Vec<Pod>) {
+    let given = Given::note(&objects.nodes, &objects.pods);
+    let (report, snapshot) =
+        crate::scaledown::analyse_keeping_snapshot(objects, gates, plan, options);
+    let (nodes, pods) = given.restore(snapshot.into_nodes_and_pods());
+    (report, nodes, pods)
+}
+
+#[cfg(test)]
+mod tests;
