@@ -76,6 +76,31 @@ impl Loader {
         }
     }
 
+    /// Makes room, before the items `spans` of `text` are added, for the nodes, pods,
+    /// slices and claims among them. A 100,000-node list holds 150,000 pods of about two
+    /// kilobytes each: grown one push at a time, the vector of pods was copied whole at
+    /// every doubling, each time into fresh pages the kernel had to zero, a tenth of the
+    /// whole run (issue #28). Counting reads only each item's first bytes (`apiVersion`
+    /// and `kind`); an item that turns out to be a duplicate leaves one slot unused.
+    pub(super) fn reserve_for(&mut self, text: &str, spans: &[(usize, usize)]) {
+        let (mut nodes, mut pods, mut slices, mut claims) = (0, 0, 0, 0);
+        for &(start, end) in spans {
+            let item = text.get(start..end).unwrap_or_default();
+            match scan::top_level_strs(item, ["apiVersion", "kind"]) {
+                Some([Some("v1"), Some("Node")]) => nodes += 1,
+                Some([Some("v1"), Some("Pod")]) => pods += 1,
+                Some([Some("resource.k8s.io/v1"), Some("ResourceSlice")]) => slices += 1,
+                Some([Some("resource.k8s.io/v1"), Some("ResourceClaim")]) => claims += 1,
+                _ => {}
+            }
+        }
+        let objects = &mut self.loaded.objects;
+        objects.nodes.reserve(nodes);
+        objects.pods.reserve(pods);
+        objects.resource_slices.reserve(slices);
+        objects.resource_claims.reserve(claims);
+    }
+
     /// Types `text` as a `T`, applies its defaults and, unless an object of the same
     /// identity was read before (then noted as a duplicate, as the general path notes
     /// it), hands it to `push`. `false`, with nothing recorded, when typing or the

@@ -122,6 +122,7 @@ pub(super) fn add_items(
     _: &ListShape,
 ) -> Result<(), LoadError> {
     if let Some(spans) = super::scan::item_spans(text) {
+        loader.reserve_for(text, &spans);
         for (index, (start, end)) in spans.into_iter().enumerate() {
             let item = text.get(start..end).unwrap_or_default();
             if !loader.add_typed_text(item) {

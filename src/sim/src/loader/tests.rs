@@ -245,3 +245,41 @@ mod fuzz {
         }
     }
 }
+
+/// Room is made up front for each typed kind the list's items name (by their
+/// `apiVersion` and `kind`), and none for kinds that are not loaded as such.
+#[test]
+fn a_list_makes_room_for_its_nodes_and_pods_before_loading_them() {
+    let node =
+        |n: &str| format!(r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{n}"}}}}"#);
+    let pod = |n: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{n}"}},"spec":{{"containers":[]}}}}"#
+        )
+    };
+    let items = [
+        node("a"),
+        pod("p"),
+        node("b"),
+        r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"}}"#.to_string(),
+        pod("q"),
+        node("c"),
+        r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"s"}}"#
+            .to_string(),
+    ];
+    let text = format!(r#"{{"kind":"List","items":[{}]}}"#, items.join(","));
+    let spans = scan::item_spans(&text).unwrap();
+    assert_eq!(spans.len(), items.len());
+    let mut loader = Loader::new();
+    loader.reserve_for(&text, &spans);
+    let objects = &loader.loaded.objects;
+    assert!(
+        objects.nodes.capacity() >= 3,
+        "{}",
+        objects.nodes.capacity()
+    );
+    assert!(objects.pods.capacity() >= 2, "{}", objects.pods.capacity());
+    assert!(objects.resource_slices.capacity() >= 1);
+    assert_eq!(objects.resource_claims.capacity(), 0);
+    assert!(objects.nodes.is_empty() && objects.pods.is_empty());
+}
