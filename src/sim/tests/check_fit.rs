@@ -40,7 +40,9 @@ spec:
 #[test]
 fn check_fit_gives_checks_verdict_and_code_without_words() {
     let mut loader = Loader::new();
-    loader.add_yaml("cluster.yaml", CLUSTER).expect("valid YAML");
+    loader
+        .add_yaml("cluster.yaml", CLUSTER)
+        .expect("valid YAML");
     let mut s = Snapshot::new(loader.finish().objects, FeatureGates::default());
     let pod = 0;
     let claims = s.resolve_claims(pod).expect("claims");
