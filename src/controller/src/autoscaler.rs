@@ -3,7 +3,8 @@
 //! ```text
 //!  stores ──► reconcile NodeGroup status (upcoming, timeouts, backoff) ──► write status
 //!     │                                   │
-//!     └──► snapshot::build ◄──────────────┘ (groups in backoff left out)
+//!     └──► snapshot::View ◄───────────────┘ (groups in backoff left out; kept between
+//!                 │                           loops, only changed objects copied)
 //!                 │
 //!          dra_plan::plan  (spawn_blocking)
 //!                 │
@@ -23,8 +24,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dra_api::NodeGroup;
+use dra_plan::PlanOptions;
+use dra_plan::handback::plan_handing_back;
 use dra_plan::report::{GangOutcome, PlanReport, ScaleUp};
-use dra_plan::{PlanOptions, plan};
 use dra_sim::FeatureGates;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Resource;
@@ -90,6 +92,8 @@ pub struct Autoscaler {
     /// Machines that never registered whose deletion failed, by group: tried again each
     /// loop while their provider still lists them.
     undeleted: std::sync::Mutex<BTreeMap<String, BTreeSet<String>>>,
+    /// The planner's nodes and pods, kept from loop to loop.
+    view: std::sync::Mutex<snapshot::View>,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -148,6 +152,7 @@ impl Autoscaler {
             scale_down: None,
             asked: std::sync::Mutex::default(),
             undeleted: std::sync::Mutex::default(),
+            view: std::sync::Mutex::default(),
         }
     }
 
@@ -164,27 +169,42 @@ impl Autoscaler {
         self.scale_down.as_ref()
     }
 
-    /// Runs scale-down after the plan (`plan` is empty when nothing was pending).
+    /// The planner's nodes and pods kept between loops.
+    fn view(&self) -> std::sync::MutexGuard<'_, snapshot::View> {
+        self.view
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many nodes and pods the last loop copied into the planner's input, and how
+    /// often it started over.
+    #[must_use]
+    pub fn view_counts(&self) -> snapshot::Counts {
+        self.view().counts()
+    }
+
+    /// Runs scale-down after the plan (`plan` is empty when nothing was pending), and
+    /// keeps the nodes and pods of `objects` for the next loop.
     #[allow(clippy::too_many_arguments)]
     async fn after_plan(
         &self,
         inputs: &Inputs,
         membership: &Membership,
         groups: &BTreeMap<String, NodeGroup>,
-        objects: Option<dra_sim::ClusterObjects>,
+        objects: dra_sim::ClusterObjects,
         plan: &PlanReport,
         booting: &[String],
         now: Timestamp,
         summary: &mut LoopSummary,
     ) {
-        let (Some(scale_down), Some(objects)) = (&self.scale_down, objects) else {
+        let Some(scale_down) = self.scale_down.as_ref().filter(|_| self.is_leader()) else {
+            self.view().give_back(objects.nodes, objects.pods);
             return;
         };
-        if !self.is_leader() {
-            return;
-        }
+        let (hand_back, handed_back) = tokio::sync::oneshot::channel();
         let state = LoopState {
             objects,
+            hand_back: Some(hand_back),
             groups,
             plan,
             booting,
@@ -194,6 +214,9 @@ impl Autoscaler {
             now,
         };
         summary.scale_down = Some(scale_down.run(state, self.config.gates, &self.status).await);
+        if let Ok((nodes, pods)) = handed_back.await {
+            self.view().give_back(nodes, pods);
+        }
     }
 
     fn is_leader(&self) -> bool {
@@ -249,7 +272,7 @@ impl Autoscaler {
             })
             .cloned()
             .collect();
-        let built = snapshot::build(
+        let built = self.view().update(
             inputs,
             &membership,
             &planning,
@@ -263,7 +286,6 @@ impl Autoscaler {
             },
         );
         summary.planned_for = built.planned_for.len();
-        let scale_down_objects = self.scale_down.as_ref().map(|_| built.objects.clone());
         self.metrics
             .unschedulable_pods
             .set(i64::try_from(built.planned_for.len()).unwrap_or(i64::MAX));
@@ -279,7 +301,7 @@ impl Autoscaler {
                 inputs,
                 &membership,
                 &groups,
-                scale_down_objects,
+                built.objects,
                 &PlanReport::default(),
                 &built.booting_nodes,
                 now,
@@ -290,8 +312,10 @@ impl Autoscaler {
             return summary;
         }
 
-        let report = self.plan(built.objects, now).await;
-        let Some(report) = report else {
+        // The planner hands the nodes and pods back for the scale-down analysis: one
+        // copy of the cluster per loop, not two.
+        let planned = self.plan(built.objects, now).await;
+        let Some((report, scale_down_objects)) = planned else {
             self.metrics.loop_errors.inc();
             self.finish(started, now);
             return summary;
@@ -407,25 +431,32 @@ impl Autoscaler {
         self.metrics.last_loop_timestamp.set(now.as_second());
     }
 
-    async fn plan(&self, objects: dra_sim::ClusterObjects, now: Timestamp) -> Option<PlanReport> {
+    /// The plan of `objects`, and `objects` handed back as they were given
+    /// ([`dra_plan::handback`]).
+    async fn plan(
+        &self,
+        objects: dra_sim::ClusterObjects,
+        now: Timestamp,
+    ) -> Option<(PlanReport, dra_sim::ClusterObjects)> {
         let gates = self.config.gates;
         let mut options = self.config.plan.clone();
         options.now = Some(now);
         options.provisioning_request_backoff = self.provreq_backoff().clone();
         let plan_started = Instant::now();
         // The planner is CPU-bound and synchronous: keep it off the runtime's workers.
-        let result = tokio::task::spawn_blocking(move || plan(objects, gates, &options)).await;
+        let result =
+            tokio::task::spawn_blocking(move || plan_handing_back(objects, gates, &options)).await;
         self.metrics
             .plan_duration
             .observe(plan_started.elapsed().as_secs_f64());
         match result {
-            Ok(report) => {
+            Ok((report, objects)) => {
                 // The loop checked every group before (`validity`) and
                 // reported the invalid ones once; the planner's copy is noise.
                 for error in &report.node_group_errors {
                     tracing::debug!(node_group = %error.node_group, error = %error.error, "invalid NodeGroup left out");
                 }
-                Some(report)
+                Some((report, objects))
             }
             Err(error) => {
                 tracing::error!(%error, "the planner panicked");

@@ -2,9 +2,9 @@
 //! the planner.
 //!
 //! The stores hold `Arc`s that watch events replace one at a time; this module
-//! only reads them, so building the planner's input costs one clone per object
-//! and never a relist. It applies the controller's view of the cluster on top of
-//! what the API server says:
+//! only reads them, never relists, and copies a node or pod only when its entry
+//! changed since the last loop ([`View`]). It applies the controller's view of the
+//! cluster on top of what the API server says:
 //!
 //! - pending pods the autoscaler must not act for are dropped (see [`crate::pods`]);
 //!   a pod nominated by preemption is placed on its nominated node instead, so it
@@ -37,7 +37,12 @@ use kube::Resource;
 use kube::api::DynamicObject;
 
 use crate::membership::Membership;
-use crate::pods::{PendingPolicy, Priorities, Skip, classify, is_pending, nominated_node};
+use crate::pods::{PendingPolicy, Skip};
+
+mod kept;
+mod view;
+
+pub use view::{Counts, View};
 
 /// An object watched untyped (of a gang API, or a ProvisioningRequest,
 /// CapacityBuffer or an object whose pod template they name), with the type
@@ -196,6 +201,9 @@ pub fn is_ready(node: &Node) -> bool {
 /// caller; groups in backoff left out). A node of a group carries that group's
 /// `dra-autoscaler.io/node-group` label in the planner's copy, whatever the
 /// kubelet registered: the planner reads membership from it.
+///
+/// Every node and pod is copied; the loop keeps a [`View`] instead, which copies only
+/// what changed since the last loop.
 #[must_use]
 pub fn build(
     inputs: &Inputs,
@@ -203,120 +211,80 @@ pub fn build(
     node_groups: &[NodeGroup],
     options: &BuildOptions,
 ) -> Built {
-    let mut built = Built::default();
-    let now = options.pending.now;
-    let groups: BTreeMap<&str, &NodeGroup> = node_groups
-        .iter()
-        .filter_map(|g| g.metadata.name.as_deref().map(|n| (n, g)))
-        .collect();
+    View::default().update(inputs, membership, node_groups, options)
+}
 
-    let objects = &mut built.objects;
-    let mut node_names = std::collections::BTreeSet::new();
-    for node in &inputs.nodes {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        node_names.insert(name.clone());
-        let booting = membership
-            .group_of(&name)
-            .and_then(|g| groups.get(g))
-            .filter(|_| !is_ready(node) && node.metadata.deletion_timestamp.is_none())
-            .filter(|_| {
-                younger_than(
-                    node.metadata.creation_timestamp.as_ref(),
-                    now,
-                    options.max_node_provision_time,
-                )
-            });
-        match booting {
-            Some(group) => {
-                let group = Group {
-                    name: group.metadata.name.clone().unwrap_or_default(),
-                    spec: group.spec.clone(),
-                    current: 0,
-                    upcoming: 0,
-                };
-                let (mut template, _) = template_node(&group, &name);
-                template.metadata.creation_timestamp = node.metadata.creation_timestamp.clone();
-                template.metadata.uid = node.metadata.uid.clone();
-                objects.nodes.push(template);
-                built.booting_nodes.push(name);
-            }
-            None => objects.nodes.push(
-                membership
-                    .labelled(node)
-                    .unwrap_or_else(|| Node::clone(node)),
-            ),
-        }
-    }
+/// The template standing for `node` when it is a registered node of a group that is not
+/// Ready yet, and young enough to be still booting: it counts as the capacity it will
+/// be (the planner adds template ResourceSlices for nodes whose drivers have not
+/// published yet).
+fn booting_template(
+    node: &Node,
+    name: &str,
+    membership: &Membership,
+    groups: &BTreeMap<&str, &NodeGroup>,
+    options: &BuildOptions,
+) -> Option<Node> {
+    let group = membership
+        .group_of(name)
+        .and_then(|g| groups.get(g))
+        .filter(|_| !is_ready(node) && node.metadata.deletion_timestamp.is_none())
+        .filter(|_| {
+            younger_than(
+                node.metadata.creation_timestamp.as_ref(),
+                options.pending.now,
+                options.max_node_provision_time,
+            )
+        })?;
+    let group = Group {
+        name: group.metadata.name.clone().unwrap_or_default(),
+        spec: group.spec.clone(),
+        current: 0,
+        upcoming: 0,
+    };
+    let (mut template, _) = template_node(&group, name);
+    template.metadata.creation_timestamp = node.metadata.creation_timestamp.clone();
+    template.metadata.uid = node.metadata.uid.clone();
+    Some(template)
+}
 
-    let priorities = Priorities::new(inputs.priority_classes.iter().map(AsRef::as_ref));
-    for pod in &inputs.pods {
-        if !is_pending(pod) {
-            objects.pods.push(Pod::clone(pod));
-            continue;
-        }
-        let workload_ref = inputs.pod_workload_refs.get(&(
-            pod.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-            pod.metadata.name.clone().unwrap_or_default(),
-        ));
-        match classify(pod, workload_ref, &options.pending, &priorities) {
-            None => {
-                built.planned_for.push(ObjectRef::namespaced(&pod.metadata));
-                objects.pods.push(Pod::clone(pod));
-            }
-            Some(Skip::Nominated) => {
-                *built.skipped.entry(Skip::Nominated).or_default() += 1;
-                // It will run on the nominated node once the victims are gone,
-                // so it holds that room now, as cluster-autoscaler models it.
-                if let Some(node) = nominated_node(pod).filter(|n| node_names.contains(*n)) {
-                    let mut pod = Pod::clone(pod);
-                    let node = node.to_string();
-                    if let Some(spec) = pod.spec.as_mut() {
-                        spec.node_name = Some(node);
-                    }
-                    objects.pods.push(pod);
-                }
-            }
-            Some(skip) => *built.skipped.entry(skip).or_default() += 1,
-        }
-    }
-
-    objects.namespaces = inputs
-        .namespaces
-        .iter()
-        .map(|o| Namespace::clone(o))
-        .collect();
-    objects.device_classes = inputs
-        .device_classes
-        .iter()
-        .map(|o| DeviceClass::clone(o))
-        .collect();
-    objects.resource_slices = inputs
-        .resource_slices
-        .iter()
-        .map(|o| ResourceSlice::clone(o))
-        .collect();
-    objects.resource_claims = inputs
-        .resource_claims
-        .iter()
-        .map(|o| ResourceClaim::clone(o))
-        .collect();
-    objects.resource_claim_templates = inputs
-        .resource_claim_templates
-        .iter()
-        .map(|o| ResourceClaimTemplate::clone(o))
-        .collect();
-    objects.device_taint_rules = inputs
-        .device_taint_rules
-        .iter()
-        .map(|o| DeviceTaintRule::clone(o))
-        .collect();
-
-    objects
-        .pod_workload_refs
-        .clone_from(&inputs.pod_workload_refs);
+/// Everything of the planner's input but the nodes and pods: few objects, copied each
+/// loop.
+fn rest(inputs: &Inputs, node_groups: &[NodeGroup]) -> ClusterObjects {
+    let mut objects = ClusterObjects {
+        namespaces: inputs
+            .namespaces
+            .iter()
+            .map(|o| Namespace::clone(o))
+            .collect(),
+        device_classes: inputs
+            .device_classes
+            .iter()
+            .map(|o| DeviceClass::clone(o))
+            .collect(),
+        resource_slices: inputs
+            .resource_slices
+            .iter()
+            .map(|o| ResourceSlice::clone(o))
+            .collect(),
+        resource_claims: inputs
+            .resource_claims
+            .iter()
+            .map(|o| ResourceClaim::clone(o))
+            .collect(),
+        resource_claim_templates: inputs
+            .resource_claim_templates
+            .iter()
+            .map(|o| ResourceClaimTemplate::clone(o))
+            .collect(),
+        device_taint_rules: inputs
+            .device_taint_rules
+            .iter()
+            .map(|o| DeviceTaintRule::clone(o))
+            .collect(),
+        pod_workload_refs: inputs.pod_workload_refs.clone(),
+        ..ClusterObjects::default()
+    };
     objects.extra.extend(node_groups.iter().filter_map(extra));
     objects
         .extra
@@ -343,7 +311,7 @@ pub fn build(
             value,
         });
     }
-    built
+    objects
 }
 
 fn younger_than(

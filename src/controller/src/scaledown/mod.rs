@@ -28,12 +28,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use dra_api::{NodeGroup, ScaleUpOutcome, UnneededNode};
+use dra_plan::handback::analyse_handing_back;
 use dra_plan::report::PlanReport;
-use dra_plan::scaledown::{
-    ScaleDownDefaults, ScaleDownOptions, ScaleDownReport, Unremovable, analyse,
-};
+use dra_plan::scaledown::{ScaleDownDefaults, ScaleDownOptions, ScaleDownReport, Unremovable};
 use dra_sim::{ClusterObjects, FeatureGates};
-use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Resource;
@@ -112,6 +111,9 @@ impl std::fmt::Debug for ScaleDowns {
 pub struct LoopState<'a> {
     /// The planner's input objects (Nodes, Pods, DRA objects, extras).
     pub objects: ClusterObjects,
+    /// Where the analysis hands the nodes and pods of `objects` back, as they were given,
+    /// when it ran (see `dra_plan::handback`).
+    pub hand_back: Option<tokio::sync::oneshot::Sender<(Vec<Node>, Vec<Pod>)>>,
     /// Every NodeGroup, with the status the loop wrote.
     pub groups: &'a BTreeMap<String, NodeGroup>,
     /// The loop's plan (empty when nothing was pending).
@@ -291,16 +293,23 @@ impl ScaleDowns {
                 .collect(),
         };
         let plan = state.plan.clone();
-        let report =
-            match tokio::task::spawn_blocking(move || analyse(objects, gates, &plan, &options))
-                .await
-            {
-                Ok(report) => report,
-                Err(error) => {
-                    tracing::error!(%error, "the scale-down analysis panicked");
-                    return summary;
+        let hand_back = state.hand_back;
+        let report = match tokio::task::spawn_blocking(move || {
+            analyse_handing_back(objects, gates, &plan, &options)
+        })
+        .await
+        {
+            Ok((report, nodes, pods)) => {
+                if let Some(hand_back) = hand_back {
+                    let _ = hand_back.send((nodes, pods));
                 }
-            };
+                report
+            }
+            Err(error) => {
+                tracing::error!(%error, "the scale-down analysis panicked");
+                return summary;
+            }
+        };
 
         self.metrics.set_unremovable_nodes(&report);
         self.record_unneeded(&report, state.groups, now, status)

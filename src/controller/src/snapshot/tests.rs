@@ -49,7 +49,15 @@ fn booting_node_of_a_group_stands_in_as_its_template() {
     };
     let built = build(&inputs, &labels_only(&inputs), &[group], &options());
     assert_eq!(built.booting_nodes, vec!["cpu-1".to_string()]);
-    let stand_in = &built.objects.nodes[0];
+    let named = |name: &str| {
+        built
+            .objects
+            .nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(name))
+            .unwrap()
+    };
+    let stand_in = named("cpu-1");
     assert!(is_ready(stand_in));
     assert!(
         stand_in
@@ -59,7 +67,7 @@ fn booting_node_of_a_group_stands_in_as_its_template() {
             .is_none()
     );
     // A node of no group stays what it is.
-    assert!(!is_ready(&built.objects.nodes[1]));
+    assert!(!is_ready(named("other")));
 }
 
 #[test]
