@@ -23,6 +23,7 @@
 //! Pure: the snapshot, the plan and `now` come in; nothing is read from a clock or the network.
 
 pub mod drain;
+pub mod drain_error;
 pub mod eligibility;
 pub mod gangs;
 pub mod keys;

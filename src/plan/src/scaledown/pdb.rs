@@ -14,8 +14,6 @@ use dra_sim::selectors::Selector;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
-use super::reasons::BlockingPodReason;
-
 /// One budget, read.
 #[derive(Debug, Clone)]
 struct Budget {
@@ -75,17 +73,6 @@ pub enum BudgetError {
 }
 
 impl BudgetError {
-    /// The code of what the pod blocks by.
-    #[must_use]
-    pub fn code(&self) -> BlockingPodReason {
-        match self {
-            Self::MultipleBudgets { .. } => BlockingPodReason::MultiplePdbs,
-            Self::NotProcessed { .. } | Self::NoDisruptionsLeft { .. } => {
-                BlockingPodReason::NotEnoughPdb
-            }
-        }
-    }
-
     /// Reads the words `Display` writes.
     #[must_use]
     pub fn parse(words: &str) -> Option<Self> {
@@ -295,6 +282,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::scaledown::reasons::BlockingPodReason;
     use dra_sim::objects::Origin;
 
     fn pdb(name: &str, app: &str, allowed: i32, observed: i64) -> ExtraObject {

@@ -13,7 +13,7 @@ use std::fmt;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use super::drain::DrainError;
+use super::drain_error::DrainError;
 use super::keys::SAFE_TO_EVICT;
 use super::pdb::BudgetError;
 
@@ -591,6 +591,21 @@ impl fmt::Display for Removable {
                     write!(f, "{pod} -> {node}")?;
                 }
                 Ok(())
+            }
+        }
+    }
+}
+
+/// A budget's refusal as the code of what the pod blocks by (here, not in `pdb`, so the
+/// budget simulation need not import the reasons that hold its errors).
+impl BudgetError {
+    /// The code of what the pod blocks by.
+    #[must_use]
+    pub fn code(&self) -> BlockingPodReason {
+        match self {
+            Self::MultipleBudgets { .. } => BlockingPodReason::MultiplePdbs,
+            Self::NotProcessed { .. } | Self::NoDisruptionsLeft { .. } => {
+                BlockingPodReason::NotEnoughPdb
             }
         }
     }

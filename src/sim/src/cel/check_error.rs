@@ -1,14 +1,15 @@
 //! Why the static checker refuses a selector, in cel-go's words (the CEL
 //! conformance tests and users see these messages).
 
-use super::checker::MAX_DEPTH;
-
 /// A type error found while checking one expression.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum TypeError {
-    /// More than [`MAX_DEPTH`] nested levels.
-    #[error("expression is nested more than {MAX_DEPTH} levels deep")]
-    TooDeep,
+    /// More than `limit` nested levels (the checker's bound).
+    #[error("expression is nested more than {limit} levels deep")]
+    TooDeep {
+        /// The deepest nesting the checker accepts.
+        limit: usize,
+    },
     /// A `device` field that is not declared.
     #[error("undefined field '{0}'")]
     UndefinedField(String),

@@ -160,7 +160,7 @@ impl Checker {
 
     fn visit(&mut self, e: &mut IdedExpr, depth: usize) -> Result<Ty, TypeError> {
         if depth > MAX_DEPTH {
-            return Err(TypeError::TooDeep);
+            return Err(TypeError::TooDeep { limit: MAX_DEPTH });
         }
         let depth = depth + 1;
         match &mut e.expr {

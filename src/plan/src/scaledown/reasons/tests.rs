@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::scaledown::drain::MoveFailure;
+use crate::scaledown::drain_error::MoveFailure;
 
 fn pod(block: PodBlock) -> BlockingPod {
     BlockingPod {
