@@ -57,34 +57,11 @@ pub fn plan_handing_back(
     gates: FeatureGates,
     options: &PlanOptions,
 ) -> (PlanReport, ClusterObjects) {
-    let ClusterObjects {
-        nodes,
-        pods,
-        namespaces,
-        device_classes,
-        resource_slices,
-        resource_claims,
-        resource_claim_templates,
-        device_taint_rules,
-        extra,
-        pod_workload_refs,
-    } = objects;
-    let given = Given::note(&nodes, &pods);
-    let rest = ClusterObjects {
-        nodes: Vec::new(),
-        pods: Vec::new(),
-        namespaces,
-        device_classes,
-        resource_slices,
-        resource_claims,
-        resource_claim_templates,
-        device_taint_rules,
-        extra,
-        pod_workload_refs,
-    };
+    let mut rest = objects;
+    let given = Given::note(&rest.nodes, &rest.pods);
     let planning = ClusterObjects {
-        nodes,
-        pods,
+        nodes: std::mem::take(&mut rest.nodes),
+        pods: std::mem::take(&mut rest.pods),
         ..rest.clone()
     };
     let (plan, planned) = prepare_for(planning, gates, options).run_keeping_state(options);
