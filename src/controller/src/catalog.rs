@@ -39,6 +39,9 @@ pub enum EventType {
     Normal,
     /// `Warning`.
     Warning,
+    /// `Normal` as a rule, `Warning` in the case its `when` names (cluster-autoscaler
+    /// writes `NotTriggerScaleUp` both ways).
+    NormalOrWarning,
 }
 
 impl EventType {
@@ -48,8 +51,25 @@ impl EventType {
         match self {
             Self::Normal => "Normal",
             Self::Warning => "Warning",
+            Self::NormalOrWarning => "Normal or Warning",
         }
     }
+
+    /// Whether an Event written as Warning (`warning`) or Normal has this type.
+    #[must_use]
+    pub fn allows(self, warning: bool) -> bool {
+        match self {
+            Self::Normal => !warning,
+            Self::Warning => warning,
+            Self::NormalOrWarning => true,
+        }
+    }
+}
+
+/// The type [`EVENTS`] gives `reason`, if it is listed there.
+#[must_use]
+pub fn event_type(reason: &str) -> Option<EventType> {
+    EVENTS.iter().find(|e| e.reason == reason).map(|e| e.type_)
 }
 
 /// One Event reason, as the reference page lists it.
@@ -80,9 +100,9 @@ pub const EVENTS: &[EventDoc] = &[
     },
     EventDoc {
         reason: NOT_TRIGGER_SCALE_UP,
-        type_: EventType::Warning,
+        type_: EventType::NormalOrWarning,
         on: "Pod, PodGroup",
-        when: "No group can help the pending pod or gang.",
+        when: "No group can help the pending pod or gang (Normal), or the scale-up planned for it failed (Warning).",
         message: "why, per group (too small, backing off, at max size, ...)",
     },
     EventDoc {

@@ -250,6 +250,14 @@ impl EventSink {
     /// Returns whether anything was written. Failures are logged, not
     /// returned: an event that cannot be written must not stop a scale-up.
     pub async fn publish(&self, notice: &Notice, now: Timestamp) -> bool {
+        // The catalog's type is what the reference pages tell users; an emitter that
+        // disagrees with it is a bug every test that publishes would show.
+        debug_assert!(
+            crate::catalog::event_type(notice.reason).is_none_or(|t| t.allows(notice.warning)),
+            "Event {} is written as {} but the catalog says otherwise",
+            notice.reason,
+            if notice.warning { "Warning" } else { "Normal" }
+        );
         let note = truncate_note(&notice.note);
         let object = object_key(&notice.regarding);
         let decision = self.dedup().decide(&object, notice.reason, &note, now);
