@@ -20,9 +20,9 @@
 
 use std::path::Path;
 
-use dra_api::{CapacityType, TopologyDomain};
+use dra_api::CapacityType;
 use dra_provider::config_file::{ConfigFileError, load, parse_yaml};
-use dra_provider_machines::TemplateOptions;
+use dra_provider_machines::GroupSettings;
 use serde::{Deserialize, Serialize};
 
 /// Tag that turns cluster-autoscaler (and us) on for an ASG.
@@ -74,37 +74,16 @@ fn default_refresh() -> u64 {
 pub struct GroupConfig {
     /// Auto Scaling group name (the node group id).
     pub asg: String,
-    /// Overrides the ASG's MinSize.
-    #[serde(default)]
-    pub min_size: Option<i32>,
-    /// Overrides the ASG's MaxSize.
-    #[serde(default)]
-    pub max_size: Option<i32>,
-    /// How the group's machines are bought.
-    #[serde(default)]
-    pub capacity_type: Option<CapacityType>,
     /// The ODCR or Capacity Block behind a reserved group.
     #[serde(default)]
     pub capacity_reservation_id: Option<String>,
-    /// Price of one machine per hour.
-    #[serde(default)]
-    pub price_per_hour: Option<f64>,
-    /// Expander priority.
-    #[serde(default)]
-    pub priority: i32,
-    /// Topology domain every machine shares.
-    #[serde(default)]
-    pub topology_domain: Option<TopologyDomain>,
     /// Subnets CreateFleet may use; the ASG's by default.
     #[serde(default)]
     pub subnets: Vec<String>,
-    /// Template overrides.
-    #[serde(default)]
-    pub template: TemplateOptions,
-    /// The group's `spec.scaleDown` (a NodeGroup's), printed by `print-nodegroups` and
-    /// answered to cluster-autoscaler's `NodeGroupGetOptions`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scale_down: Option<dra_api::ScaleDownPolicy>,
+    /// What every provider's group entry says (bounds over the ASG's, capacity type, price,
+    /// priority, topology domain, template overrides, scale-down policy).
+    #[serde(flatten)]
+    pub settings: GroupSettings,
 }
 
 /// A config file that cannot be used.
@@ -142,18 +121,17 @@ impl Config {
             if !seen.insert(group.asg.as_str()) {
                 return Err(invalid("listed twice".into()));
             }
-            if group.capacity_type == Some(CapacityType::Reserved)
+            if group.settings.capacity_type == Some(CapacityType::Reserved)
                 && group.capacity_reservation_id.is_none()
             {
                 return Err(invalid(
                     "capacityType reserved needs capacityReservationId".into(),
                 ));
             }
-            if let (Some(min), Some(max)) = (group.min_size, group.max_size)
-                && min > max
-            {
-                return Err(invalid(format!("minSize {min} is above maxSize {max}")));
-            }
+            group
+                .settings
+                .check()
+                .map_err(|err| invalid(err.to_string()))?;
         }
         Ok(config)
     }
@@ -183,5 +161,49 @@ impl Config {
     #[must_use]
     pub fn group(&self, asg: &str) -> Option<&GroupConfig> {
         self.node_groups.iter().find(|g| g.asg == asg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_entry_reads_the_shared_settings_and_refuses_unknown_keys() {
+        let config = Config::parse(
+            "nodeGroups:\n- asg: gpu-p5\n  maxSize: 16\n  capacityType: reserved\n  capacityReservationId: cr-0123456789abcdef0\n  pricePerHour: 98.32\n  priority: 10\n  subnets: [subnet-a]\n",
+            "test.yaml",
+        )
+        .expect("valid");
+        let group = config.group("gpu-p5").expect("listed");
+        assert_eq!(group.settings.max_size, Some(16));
+        assert_eq!(group.settings.capacity_type, Some(CapacityType::Reserved));
+        assert_eq!(group.settings.price_per_hour, Some(98.32));
+        assert_eq!(group.settings.priority, 10);
+        assert_eq!(group.subnets, ["subnet-a"]);
+
+        // GCE's field is not AWS's: refused, not silently ignored.
+        let err = Config::parse("nodeGroups:\n- asg: gpu-p5\n  atomic: none\n", "test.yaml")
+            .expect_err("unknown key");
+        assert!(err.to_string().contains("unknown field `atomic`"), "{err}");
+
+        let err = Config::parse(
+            "nodeGroups:\n- asg: gpu-p5\n  minSize: 5\n  maxSize: 2\n",
+            "test.yaml",
+        )
+        .expect_err("min above max");
+        assert_eq!(
+            err.to_string(),
+            "config file test.yaml: node group \"gpu-p5\": minSize 5 is above maxSize 2"
+        );
+        let err = Config::parse(
+            "nodeGroups:\n- asg: gpu-p5\n  capacityType: reserved\n",
+            "test.yaml",
+        )
+        .expect_err("reserved without a reservation");
+        assert!(
+            err.to_string().contains("needs capacityReservationId"),
+            "{err}"
+        );
     }
 }

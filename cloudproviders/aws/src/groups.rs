@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use dra_api::{CapacityType, NodeGroupSpec, Reservation};
-use dra_provider_machines::{MachineShape, TemplateOptions, node_template};
+use dra_provider_machines::{CloudGroup, MachineShape, TemplateOptions, node_template};
 use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -47,11 +47,11 @@ pub fn settings(asg: &AsgInfo, listed: Option<&GroupConfig>) -> Result<GroupConf
         asg: asg.name.clone(),
         ..GroupConfig::default()
     });
-    if config.price_per_hour.is_none()
+    if config.settings.price_per_hour.is_none()
         && let Some(price) = asg.tags.get(PRICE_TAG)
     {
         match price.trim().parse::<f64>() {
-            Ok(p) if p.is_finite() && p >= 0.0 => config.price_per_hour = Some(p),
+            Ok(p) if p.is_finite() && p >= 0.0 => config.settings.price_per_hour = Some(p),
             _ => {
                 return Err(format!(
                     "tag {PRICE_TAG} is {price:?}, not a price per hour (a number >= 0)"
@@ -63,7 +63,7 @@ pub fn settings(asg: &AsgInfo, listed: Option<&GroupConfig>) -> Result<GroupConf
         config.capacity_reservation_id = asg.tags.get(RESERVATION_TAG).cloned();
     }
     let from_tags = template_from_tags(&asg.tags);
-    let options = &mut config.template;
+    let options = &mut config.settings.template;
     for (k, v) in from_tags.labels {
         options.labels.entry(k).or_insert(v);
     }
@@ -140,7 +140,7 @@ pub fn instance_type(asg: &AsgInfo, lt: &LaunchTemplateInfo) -> Result<String, S
 /// How the group's machines are bought.
 #[must_use]
 pub fn capacity_type(config: &GroupConfig, lt: &LaunchTemplateInfo) -> CapacityType {
-    config.capacity_type.unwrap_or_else(|| {
+    config.settings.capacity_type.unwrap_or_else(|| {
         if config.capacity_reservation_id.is_some() {
             CapacityType::Reserved
         } else if lt.market_type.as_deref() == Some("spot") {
@@ -227,12 +227,12 @@ pub fn build(parts: Parts<'_>) -> Result<Group, String> {
         None => single(subnets.values()).or_else(|| single(asg.zones.iter())),
     };
     shape.root_volume_gib = launch_template.root_volume_gib;
-    let template = node_template(&shape, &config.template).map_err(|e| e.to_string())?;
-    let spec = NodeGroupSpec {
-        provider: "aws".to_owned(),
+    let template = node_template(&shape, &config.settings.template).map_err(|e| e.to_string())?;
+    let spec = config.settings.spec(CloudGroup {
+        provider: "aws",
         provider_id: asg.name.clone(),
-        min_size: config.min_size.unwrap_or(asg.min_size),
-        max_size: config.max_size.unwrap_or(asg.max_size),
+        min_size: asg.min_size,
+        max_size: asg.max_size,
         capacity_type,
         reservation: reservation.as_ref().map(|r| Reservation {
             id: r.id.clone(),
@@ -241,12 +241,8 @@ pub fn build(parts: Parts<'_>) -> Result<Group, String> {
                 .end
                 .map(|t| Time(jiff::Timestamp::try_from(t).unwrap_or_default())),
         }),
-        price_per_hour: config.price_per_hour.unwrap_or(0.0),
-        priority: config.priority,
-        topology_domain: config.topology_domain.clone(),
         template,
-        scale_down: config.scale_down.clone(),
-    };
+    });
     spec.validate().map_err(|e| e.to_string())?;
     Ok(Group {
         asg: asg.clone(),
@@ -300,7 +296,7 @@ mod tests {
             ..AsgInfo::default()
         };
         let ok = settings(&asg(&[(PRICE_TAG, "98.32")]), None).expect("a price");
-        assert_eq!(ok.price_per_hour, Some(98.32));
+        assert_eq!(ok.settings.price_per_hour, Some(98.32));
         let err = settings(&asg(&[(PRICE_TAG, "ninety")]), None).expect_err("not a number");
         assert!(err.contains(PRICE_TAG) && err.contains("ninety"), "{err}");
         let taint = format!("{NODE_TEMPLATE_TAG}taint/nvidia.com/gpu");

@@ -5,10 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::{CommandFactory, Parser, Subcommand};
-use dra_provider::ServeArgs;
-use dra_provider::cli::{parse_with, print_nodegroups};
-use dra_provider::logging::{self, LogFormat};
+use clap::{CommandFactory, Parser};
+use dra_provider::cli::{CloudCommand, LogArgs, parse_with, print_nodegroups};
+use dra_provider::logging;
 use dra_provider_aws::{Aws, AwsProvider, Config};
 
 /// AWS cloud provider: Auto Scaling groups as node groups, gangs started whole with EC2 Fleet.
@@ -24,32 +23,20 @@ struct Args {
     /// Endpoint of EC2 and Auto Scaling, for an emulator; AWS's own when absent.
     #[arg(long, env = "DRA_AWS_ENDPOINT_URL", global = true)]
     endpoint_url: Option<String>,
-    /// Log format: text or json (level: RUST_LOG, default info).
-    #[arg(
-        long,
-        env = "DRA_AWS_LOG_FORMAT",
-        default_value = "text",
-        global = true
-    )]
-    log_format: LogFormat,
+    #[command(flatten)]
+    log: LogArgs,
     #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Serve the provider over gRPC.
-    Serve(ServeArgs),
-    /// Print the NodeGroup objects (YAML) of every usable group, for `kubectl apply -f -`.
-    PrintNodegroups,
+    command: CloudCommand,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Args = parse_with(Args::command().mut_subcommand("serve", |serve| {
-        ServeArgs::with_env(serve, "DRA_AWS", "0.0.0.0:8086")
-    }));
-    logging::init(args.log_format)?;
+    let args: Args = parse_with(CloudCommand::with_env(
+        Args::command(),
+        "DRA_AWS",
+        "0.0.0.0:8086",
+    ));
+    logging::init(args.log.log_format)?;
     let config = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
@@ -57,7 +44,7 @@ async fn main() -> anyhow::Result<()> {
     let aws = Aws::from_env(args.region.clone(), args.endpoint_url.clone()).await?;
     let provider = AwsProvider::new(aws, config);
     match args.command {
-        Command::PrintNodegroups => {
+        CloudCommand::PrintNodegroups => {
             let specs = provider.specs().await?;
             print_nodegroups(
                 specs.iter().map(|(asg, spec)| (asg.clone(), spec)),
@@ -66,7 +53,7 @@ async fn main() -> anyhow::Result<()> {
             )
             .context("printing NodeGroups")?;
         }
-        Command::Serve(serve) => serve.serve(Arc::new(provider)).await?,
+        CloudCommand::Serve(serve) => serve.serve(Arc::new(provider)).await?,
     }
     Ok(())
 }

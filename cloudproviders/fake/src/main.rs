@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 use dra_provider::ServeArgs;
-use dra_provider::cli::parse_with;
-use dra_provider::logging::{self, LogFormat};
+use dra_provider::cli::{LogArgs, parse_with};
+use dra_provider::logging;
 use dra_provider_fake::{Config, FakeProvider};
 
 /// Fake cloud provider: serves the NodeGroups of the cluster (and node groups from YAML);
@@ -28,9 +28,8 @@ struct Args {
     /// Where to keep state across restarts; without it, state is derived from the Nodes.
     #[arg(long, env = "DRA_FAKE_STATE_FILE")]
     state_file: Option<PathBuf>,
-    /// Log format: text or json (level: RUST_LOG, default info).
-    #[arg(long, env = "DRA_FAKE_LOG_FORMAT", default_value = "text")]
-    log_format: LogFormat,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
 async fn kube_client(kubeconfig: Option<PathBuf>) -> anyhow::Result<kube::Client> {
@@ -56,13 +55,12 @@ async fn main() -> anyhow::Result<()> {
         kubeconfig,
         serve,
         state_file,
-        log_format,
-    } = parse_with(ServeArgs::with_env(
-        Args::command(),
+        log,
+    } = parse_with(LogArgs::with_env(
+        ServeArgs::with_env(Args::command(), "DRA_FAKE", "127.0.0.1:8086"),
         "DRA_FAKE",
-        "127.0.0.1:8086",
     ));
-    logging::init(log_format)?;
+    logging::init(log.log_format)?;
     let config = match &config_path {
         Some(path) => Config::load(path)?,
         None => Config::parse("{}", "the defaults")?,

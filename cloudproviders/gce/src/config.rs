@@ -20,9 +20,8 @@
 
 use std::path::Path;
 
-use dra_api::{CapacityType, TopologyDomain};
 use dra_provider::config_file::{ConfigFileError, load, parse_yaml};
-use dra_provider_machines::TemplateOptions;
+use dra_provider_machines::GroupSettings;
 use serde::{Deserialize, Serialize};
 
 /// How a group starts a gang.
@@ -90,41 +89,21 @@ fn default_poll_ms() -> u64 {
 pub struct GroupConfig {
     /// `<zone or region>/<MIG name>`, also the node group id.
     pub mig: String,
-    /// Fewest machines (0 unless set).
-    #[serde(default)]
-    pub min_size: Option<i32>,
-    /// Most machines (required for listed groups; discovery specs give theirs).
-    #[serde(default)]
-    pub max_size: Option<i32>,
-    /// How the machines are bought; from the template when absent.
-    #[serde(default)]
-    pub capacity_type: Option<CapacityType>,
     /// The reservation the group consumes; from the template's `reservationAffinity` when
     /// absent. A future reservation's name works too.
     #[serde(default)]
     pub reservation: Option<String>,
-    /// Price of one machine per hour.
-    #[serde(default)]
-    pub price_per_hour: Option<f64>,
-    /// Expander priority.
-    #[serde(default)]
-    pub priority: i32,
-    /// Topology domain every machine shares.
-    #[serde(default)]
-    pub topology_domain: Option<TopologyDomain>,
     /// How gangs start.
     #[serde(default)]
     pub atomic: AtomicMode,
     /// `requestedRunDuration` of resize requests; flex-start needs one (10 min to 7 days).
     #[serde(default)]
     pub run_duration_seconds: Option<i64>,
-    /// Template overrides.
-    #[serde(default)]
-    pub template: TemplateOptions,
-    /// The group's `spec.scaleDown` (a NodeGroup's), printed by `print-nodegroups` and
-    /// answered to cluster-autoscaler's `NodeGroupGetOptions`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scale_down: Option<dra_api::ScaleDownPolicy>,
+    /// What every provider's group entry says (bounds, capacity type, price, priority,
+    /// topology domain, template overrides, scale-down policy). `maxSize` is required for
+    /// listed groups (discovery specs give theirs); `minSize` is 0 unless set.
+    #[serde(flatten)]
+    pub settings: GroupSettings,
 }
 
 /// One parsed discovery spec.
@@ -237,14 +216,10 @@ impl Config {
                     format!("{:?} listed twice", group.mig),
                 ));
             }
-            if let (Some(min), Some(max)) = (group.min_size, group.max_size)
-                && min > max
-            {
-                return Err(invalid(
-                    field("minSize"),
-                    format!("{min} is above maxSize {max}"),
-                ));
-            }
+            group
+                .settings
+                .check()
+                .map_err(|err| invalid(field("minSize"), err.to_string()))?;
             if let Some(seconds) = group.run_duration_seconds
                 && !(600..=7 * 24 * 3600).contains(&seconds)
             {
@@ -319,6 +294,41 @@ mod tests {
         assert!(
             Config::parse("nodeGroups: []", "t").is_err(),
             "project is required"
+        );
+    }
+
+    #[test]
+    fn a_group_entry_reads_the_shared_settings_and_refuses_unknown_keys() {
+        let config = Config::parse(
+            "project: p\nnodeGroups:\n- mig: us-central1-a/gpu\n  maxSize: 8\n  pricePerHour: 88.49\n  atomic: bulkInsert\n",
+            "test.yaml",
+        )
+        .expect("valid");
+        let group = &config.node_groups[0];
+        assert_eq!(group.settings.max_size, Some(8));
+        assert_eq!(group.settings.price_per_hour, Some(88.49));
+        assert_eq!(group.atomic, AtomicMode::BulkInsert);
+
+        // AWS's field is not GCE's: refused, not silently ignored.
+        let err = Config::parse(
+            "project: p\nnodeGroups:\n- mig: us-central1-a/gpu\n  capacityReservationId: cr-1\n",
+            "test.yaml",
+        )
+        .expect_err("unknown key");
+        assert!(
+            err.to_string()
+                .contains("unknown field `capacityReservationId`"),
+            "{err}"
+        );
+
+        let err = Config::parse(
+            "project: p\nnodeGroups:\n- mig: us-central1-a/gpu\n  minSize: 5\n  maxSize: 2\n",
+            "test.yaml",
+        )
+        .expect_err("min above max");
+        assert_eq!(
+            err.to_string(),
+            "config file test.yaml: nodeGroups[0].minSize: minSize 5 is above maxSize 2"
         );
     }
 }

@@ -11,6 +11,7 @@ use dra_provider::ProviderError;
 use crate::api::{FutureReservationInfo, Gce, MigInfo, ReservationInfo, Scope};
 use crate::config::{Config, GroupConfig};
 use crate::groups::{self, Group, GroupReservation, Parts, affinity_reservation, group_id};
+use dra_provider_machines::GroupSettings;
 
 /// Groups as one read found them.
 type Groups = dra_provider::GroupCatalog<Group>;
@@ -98,8 +99,11 @@ pub(crate) async fn read_groups(gce: &Gce, config: &Config) -> Result<Groups, Pr
             }
             let settings = GroupConfig {
                 mig: id,
-                min_size: Some(spec.min),
-                max_size: Some(spec.max),
+                settings: GroupSettings {
+                    min_size: Some(spec.min),
+                    max_size: Some(spec.max),
+                    ..GroupSettings::default()
+                },
                 ..GroupConfig::default()
             };
             chosen.push((m.clone(), scope.clone(), settings));

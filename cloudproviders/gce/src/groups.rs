@@ -8,7 +8,9 @@ use std::time::SystemTime;
 
 use dra_api::{CapacityType, NodeGroupSpec, Reservation};
 use dra_provider_machines::gce::accelerator_gpus;
-use dra_provider_machines::{Architecture, MachineShape, Platform, gke, node_template_for};
+use dra_provider_machines::{
+    Architecture, CloudGroup, MachineShape, Platform, gke, node_template_for,
+};
 use google_cloud_compute_v1::model::InstanceProperties;
 use google_cloud_compute_v1::model::reservation_affinity::ConsumeReservationType;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -182,7 +184,7 @@ pub fn settings(
     config: &GroupConfig,
     kube_env: &KubeEnv,
 ) -> Result<dra_provider_machines::TemplateOptions, String> {
-    let mut options = config.template.clone();
+    let mut options = config.settings.template.clone();
     for (k, v) in kube_env.labels().map_err(|e| e.to_string())? {
         options.labels.entry(k).or_insert(v);
     }
@@ -279,13 +281,16 @@ pub fn build(parts: Parts) -> Result<Group, String> {
     };
     let node_template =
         node_template_for(Platform::Gke, &shape, &options).map_err(|e| e.to_string())?;
-    let capacity_type = config.capacity_type.unwrap_or(if reservation.is_some() {
-        CapacityType::Reserved
-    } else if model == "SPOT" {
-        CapacityType::Spot
-    } else {
-        CapacityType::OnDemand
-    });
+    let capacity_type = config
+        .settings
+        .capacity_type
+        .unwrap_or(if reservation.is_some() {
+            CapacityType::Reserved
+        } else if model == "SPOT" {
+            CapacityType::Spot
+        } else {
+            CapacityType::OnDemand
+        });
     if capacity_type == CapacityType::Reserved && reservation.is_none() {
         return Err("capacityType reserved needs a reservation (config `reservation` or the template's reservationAffinity)".to_owned());
     }
@@ -306,23 +311,19 @@ pub fn build(parts: Parts) -> Result<Group, String> {
         );
     }
     let id = group_id(&scope, &mig.name);
-    let spec = NodeGroupSpec {
-        provider: "gce".to_owned(),
+    let spec = config.settings.spec(CloudGroup {
+        provider: "gce",
         provider_id: id.clone(),
-        min_size: config.min_size.unwrap_or(0),
-        max_size: config.max_size.unwrap_or(0),
+        min_size: 0,
+        max_size: 0,
         capacity_type,
         reservation: reservation.as_ref().map(|r| Reservation {
             id: r.name.clone(),
             total: i32::try_from(r.total).unwrap_or(i32::MAX),
             end_time: r.end.map(time),
         }),
-        price_per_hour: config.price_per_hour.unwrap_or(0.0),
-        priority: config.priority,
-        topology_domain: config.topology_domain.clone(),
         template: node_template,
-        scale_down: config.scale_down.clone(),
-    };
+    });
     spec.validate().map_err(|e| e.to_string())?;
     Ok(Group {
         id,

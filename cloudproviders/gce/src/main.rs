@@ -5,10 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::{CommandFactory, Parser, Subcommand};
-use dra_provider::ServeArgs;
-use dra_provider::cli::{parse_with, print_nodegroups};
-use dra_provider::logging::{self, LogFormat};
+use clap::{CommandFactory, Parser};
+use dra_provider::cli::{CloudCommand, LogArgs, parse_with, print_nodegroups};
+use dra_provider::logging;
 use dra_provider_gce::groups::object_name;
 use dra_provider_gce::{Config, Connection, Gce, GceProvider};
 
@@ -28,32 +27,20 @@ struct Args {
     /// Send no credentials (only for a local stand-in).
     #[arg(long, env = "DRA_GCE_ANONYMOUS", global = true)]
     anonymous: bool,
-    /// Log format: text or json (level: RUST_LOG, default info).
-    #[arg(
-        long,
-        env = "DRA_GCE_LOG_FORMAT",
-        default_value = "text",
-        global = true
-    )]
-    log_format: LogFormat,
+    #[command(flatten)]
+    log: LogArgs,
     #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Serve the provider over gRPC.
-    Serve(ServeArgs),
-    /// Print the NodeGroup objects (YAML) of every usable group, for `kubectl apply -f -`.
-    PrintNodegroups,
+    command: CloudCommand,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Args = parse_with(Args::command().mut_subcommand("serve", |serve| {
-        ServeArgs::with_env(serve, "DRA_GCE", "0.0.0.0:8086")
-    }));
-    logging::init(args.log_format)?;
+    let args: Args = parse_with(CloudCommand::with_env(
+        Args::command(),
+        "DRA_GCE",
+        "0.0.0.0:8086",
+    ));
+    logging::init(args.log.log_format)?;
     let Some(path) = &args.config else {
         anyhow::bail!(
             "no provider configuration: pass --config FILE (or set DRA_GCE_CONFIG); it names the project and the groups"
@@ -68,7 +55,7 @@ async fn main() -> anyhow::Result<()> {
     let gce = Gce::connect(&config.project, connection).await?;
     let provider = GceProvider::new(gce, config);
     match args.command {
-        Command::PrintNodegroups => {
+        CloudCommand::PrintNodegroups => {
             let specs = provider.specs().await?;
             print_nodegroups(
                 specs.iter().map(|(id, spec)| (object_name(id), spec)),
@@ -77,7 +64,7 @@ async fn main() -> anyhow::Result<()> {
             )
             .context("printing NodeGroups")?;
         }
-        Command::Serve(serve) => serve.serve(Arc::new(provider)).await?,
+        CloudCommand::Serve(serve) => serve.serve(Arc::new(provider)).await?,
     }
     Ok(())
 }

@@ -1,12 +1,13 @@
 //! Command-line plumbing every provider binary shares: the `serve` flags (each binary names
-//! their environment twins with its own prefix), serving until Ctrl-C, and the `NodeGroup`
-//! YAML that `print-nodegroups` writes.
+//! their environment twins with its own prefix), `--log-format`, the cloud binaries'
+//! subcommands, serving until Ctrl-C, and the `NodeGroup` YAML that `print-nodegroups` writes.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::logging::LogFormat;
 use crate::provider::CloudProvider;
 use crate::server::{ServeError, ServeOptions, ServerTls, serve};
 
@@ -99,6 +100,52 @@ impl ServeArgs {
     }
 }
 
+/// `--log-format`, which every provider binary has (global to its subcommands, so it may
+/// stand before or after one).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LogArgs {
+    /// Log format: text or json (level: RUST_LOG, default info).
+    #[arg(long, default_value = "text", global = true)]
+    pub log_format: LogFormat,
+}
+
+impl LogArgs {
+    /// `command` (which flattens [`LogArgs`]) with `--log-format`'s environment variable
+    /// named `<env_prefix>_LOG_FORMAT` (the Helm charts set it).
+    #[must_use]
+    pub fn with_env(command: clap::Command, env_prefix: &str) -> clap::Command {
+        command.mut_arg("log_format", |arg| {
+            arg.env(format!("{env_prefix}_LOG_FORMAT"))
+        })
+    }
+}
+
+/// What a cloud's provider binary (AWS, GCE) is asked to do.
+#[derive(Debug, clap::Subcommand)]
+pub enum CloudCommand {
+    /// Serve the provider over gRPC.
+    Serve(ServeArgs),
+    /// Print the NodeGroup objects (YAML) of every usable group, for `kubectl apply -f -`.
+    PrintNodegroups,
+}
+
+impl CloudCommand {
+    /// `command` (whose subcommands are [`CloudCommand`]'s and which flattens [`LogArgs`])
+    /// with every flag's environment variable under `env_prefix` (see
+    /// [`ServeArgs::with_env`], [`LogArgs::with_env`]) and `serve --listen` defaulting to
+    /// `default_listen`.
+    #[must_use]
+    pub fn with_env(
+        command: clap::Command,
+        env_prefix: &str,
+        default_listen: &'static str,
+    ) -> clap::Command {
+        LogArgs::with_env(command, env_prefix).mut_subcommand("serve", |serve| {
+            ServeArgs::with_env(serve, env_prefix, default_listen)
+        })
+    }
+}
+
 /// Parses the command line into `T` through `command`, as `T::parse()` would (help, version
 /// and errors print and exit), for a command edited first (e.g. by [`ServeArgs::with_env`]).
 #[must_use]
@@ -170,21 +217,17 @@ fn none_found_line(skipped: usize, hint: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+    use clap::{CommandFactory, FromArgMatches, Parser};
 
     use super::*;
 
     /// The shape of the AWS and GCE binaries: serve flags under a subcommand.
     #[derive(Debug, Parser)]
     struct WithSubcommand {
+        #[command(flatten)]
+        log: LogArgs,
         #[command(subcommand)]
-        command: Sub,
-    }
-
-    #[derive(Debug, Subcommand)]
-    enum Sub {
-        Serve(ServeArgs),
-        PrintNodegroups,
+        command: CloudCommand,
     }
 
     /// The shape of the fake's binary: serve flags at the top.
@@ -204,9 +247,11 @@ mod tests {
 
     #[test]
     fn every_serve_flag_has_the_binarys_environment_variable() {
-        let command = WithSubcommand::command().mut_subcommand("serve", |s| {
-            ServeArgs::with_env(s, "DRA_AWS", "0.0.0.0:8086")
-        });
+        let command = CloudCommand::with_env(WithSubcommand::command(), "DRA_AWS", "0.0.0.0:8086");
+        assert_eq!(
+            env_of(&command, "log_format").as_deref(),
+            Some("DRA_AWS_LOG_FORMAT")
+        );
         let serve = command.find_subcommand("serve").expect("serve");
         for (id, env) in [
             ("listen", "DRA_AWS_LISTEN"),
@@ -221,18 +266,30 @@ mod tests {
         assert_eq!(env_of(&flat, "listen").as_deref(), Some("DRA_FAKE_LISTEN"));
 
         let matches = command
+            .clone()
             .try_get_matches_from(["p", "serve", "--legacy-fields"])
             .expect("serve");
         match WithSubcommand::from_arg_matches(&matches)
             .expect("parsed")
             .command
         {
-            Sub::Serve(serve) => {
+            CloudCommand::Serve(serve) => {
                 assert!(serve.legacy_fields);
                 assert_eq!(serve.listen, "0.0.0.0:8086".parse().expect("addr"));
             }
-            Sub::PrintNodegroups => panic!("parsed the wrong subcommand"),
+            CloudCommand::PrintNodegroups => panic!("parsed the wrong subcommand"),
         }
+
+        // `--log-format` is global: after the subcommand too.
+        let parsed = WithSubcommand::from_arg_matches(
+            &command
+                .clone()
+                .try_get_matches_from(["p", "print-nodegroups", "--log-format", "json"])
+                .expect("global flag after the subcommand"),
+        )
+        .expect("parsed");
+        assert_eq!(parsed.log.log_format, LogFormat::Json);
+        assert!(matches!(parsed.command, CloudCommand::PrintNodegroups));
     }
 
     #[test]
