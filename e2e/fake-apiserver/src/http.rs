@@ -20,7 +20,7 @@ use crate::{
     discovery,
     error::ApiError,
     faults::{RequestRecord, Verb},
-    lock, openapi, read_lock,
+    kubectl, lock, read_lock,
     request::{App, Params, ResourcePath, error_response, json_response},
     resource::Registry,
     verbs,
@@ -150,9 +150,9 @@ fn serve_document(app: &App, route: Route, method: &Method, headers: &HeaderMap)
         // Plain text, as upstream answers health probes; handy for shell scripts.
         Route::Health => return (StatusCode::OK, "ok").into_response(),
         Route::Version => discovery::version(&app.version),
-        Route::OpenApiIndex => Ok(openapi::index(&registry, &app.version.git_version)),
+        Route::OpenApiIndex => kubectl::openapi_index(&registry, &app.version.git_version),
         Route::OpenApiGroupVersion(group, version) => {
-            openapi::group_version(&registry, &group, &version, &app.version.git_version)
+            kubectl::openapi_group_version(&registry, &group, &version, &app.version.git_version)
         }
         listing @ (Route::CoreVersions | Route::Groups)
             if discovery::wants_aggregated(

@@ -48,7 +48,6 @@
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 mod apply;
-mod cells;
 mod convert;
 mod crd;
 mod discovery;
@@ -56,18 +55,17 @@ mod error;
 mod eviction;
 mod faults;
 mod http;
+mod kubectl;
 mod object;
 mod openapi;
 mod patch;
 mod persist;
-mod printers;
 mod request;
 mod resource;
 mod schema;
 mod selector;
 mod server;
 mod store;
-mod table;
 mod verbs;
 mod watch;
 

@@ -1,31 +1,25 @@
 //! Label and field selectors, parsed and matched like `k8s.io/apimachinery`'s
 //! `labels.Parse` and `fields.ParseSelector`.
 //!
+//! The query syntax (`app in (a,b),!gpu,tier!=x`) is read here; each requirement it names is
+//! built, checked and matched by the simulator's [`Requirement`] (as `labels.NewRequirement`
+//! and `Requirement.Matches`), the one label-requirement implementation of the workspace.
+//!
 //! Field selectors are generic here: any dotted path into the object can be used
 //! (`spec.nodeName`, `involvedObject.uid`, `status.phase`), and a missing field reads
 //! as the empty string, which is what makes `spec.nodeName=` select unscheduled Pods.
 //! The real server only accepts a fixed set of fields per resource and rejects
 //! others with 400; this stand-in accepts any path.
 
+use dra_sim::selectors::Requirement;
 use serde_json::Value;
 
 use crate::error::ApiError;
 
-/// One parsed label requirement.
-#[derive(Clone, Debug, PartialEq)]
-enum LabelRequirement {
-    Exists(String),
-    NotExists(String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    GreaterThan(String, i64),
-    LessThan(String, i64),
-}
-
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LabelSelector {
-    requirements: Vec<LabelRequirement>,
+    requirements: Vec<Requirement>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -155,49 +149,53 @@ impl Parser<'_> {
         }
     }
 
-    fn integer(&mut self) -> Result<i64, ApiError> {
+    fn integer(&mut self) -> Result<String, ApiError> {
         match self.next() {
-            Some(Token::Ident(v)) => v
-                .parse()
-                .map_err(|_| self.error("expected an integer after '>' or '<'")),
+            Some(Token::Ident(v)) => Ok(v),
             _ => Err(self.error("expected an integer after '>' or '<'")),
         }
     }
 
-    fn requirement(&mut self) -> Result<LabelRequirement, ApiError> {
-        if self.peek() == Some(&Token::Bang) {
+    /// The next requirement: its operator and values read from the syntax, then checked
+    /// and built by [`Requirement::parse`] (key and value syntax, value counts, integer
+    /// bounds), whose words the 400 carries.
+    fn requirement(&mut self) -> Result<Requirement, ApiError> {
+        let (key, operator, values) = if self.peek() == Some(&Token::Bang) {
             self.pos += 1;
-            return Ok(LabelRequirement::NotExists(self.key()?));
-        }
-        let key = self.key()?;
-        Ok(match self.peek() {
-            None | Some(Token::Comma) => LabelRequirement::Exists(key),
-            Some(Token::Equals) => {
-                self.pos += 1;
-                LabelRequirement::In(key, vec![self.value()])
+            (self.key()?, "DoesNotExist", Vec::new())
+        } else {
+            let key = self.key()?;
+            match self.peek() {
+                None | Some(Token::Comma) => (key, "Exists", Vec::new()),
+                Some(Token::Equals) => {
+                    self.pos += 1;
+                    (key, "In", vec![self.value()])
+                }
+                Some(Token::NotEquals) => {
+                    self.pos += 1;
+                    (key, "NotIn", vec![self.value()])
+                }
+                Some(Token::Greater) => {
+                    self.pos += 1;
+                    (key, "Gt", vec![self.integer()?])
+                }
+                Some(Token::Less) => {
+                    self.pos += 1;
+                    (key, "Lt", vec![self.integer()?])
+                }
+                Some(Token::Ident(op)) if op == "in" => {
+                    self.pos += 1;
+                    (key, "In", self.set()?)
+                }
+                Some(Token::Ident(op)) if op == "notin" => {
+                    self.pos += 1;
+                    (key, "NotIn", self.set()?)
+                }
+                Some(_) => return Err(self.error("expected an operator after the key")),
             }
-            Some(Token::NotEquals) => {
-                self.pos += 1;
-                LabelRequirement::NotIn(key, vec![self.value()])
-            }
-            Some(Token::Greater) => {
-                self.pos += 1;
-                LabelRequirement::GreaterThan(key, self.integer()?)
-            }
-            Some(Token::Less) => {
-                self.pos += 1;
-                LabelRequirement::LessThan(key, self.integer()?)
-            }
-            Some(Token::Ident(op)) if op == "in" => {
-                self.pos += 1;
-                LabelRequirement::In(key, self.set()?)
-            }
-            Some(Token::Ident(op)) if op == "notin" => {
-                self.pos += 1;
-                LabelRequirement::NotIn(key, self.set()?)
-            }
-            Some(_) => return Err(self.error("expected an operator after the key")),
-        })
+        };
+        Requirement::parse(&key, operator, &values, true)
+            .map_err(|errors| self.error(&errors.join("; ")))
     }
 }
 
@@ -229,20 +227,9 @@ impl LabelSelector {
             .pointer("/metadata/labels")
             .and_then(Value::as_object);
         let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-        self.requirements.iter().all(|req| match req {
-            LabelRequirement::Exists(k) => label(k).is_some(),
-            LabelRequirement::NotExists(k) => label(k).is_none(),
-            LabelRequirement::In(k, vals) => label(k).is_some_and(|v| vals.iter().any(|x| x == v)),
-            LabelRequirement::NotIn(k, vals) => {
-                label(k).is_none_or(|v| vals.iter().all(|x| x != v))
-            }
-            LabelRequirement::GreaterThan(k, n) => label(k)
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|v| v > *n),
-            LabelRequirement::LessThan(k, n) => label(k)
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|v| v < *n),
-        })
+        self.requirements
+            .iter()
+            .all(|req| req.matches_value(label(&req.key)))
     }
 }
 
@@ -438,6 +425,11 @@ mod tests {
         assert!(LabelSelector::parse("app in (a,b").is_err());
         assert!(LabelSelector::parse("=x").is_err());
         assert!(LabelSelector::parse("a>b").is_err());
+        // As labels.Parse, whose requirements NewRequirement checks: an invalid key or
+        // value is refused, not matched against nothing.
+        assert!(LabelSelector::parse("-app=web").is_err());
+        assert!(LabelSelector::parse("app=bad@value").is_err());
+        assert!(LabelSelector::parse("app in (ok,-bad)").is_err());
     }
 
     #[test]

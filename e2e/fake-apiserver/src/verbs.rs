@@ -16,6 +16,7 @@ use crate::{
     convert, crd,
     error::{ApiError, Cause},
     faults::Verb,
+    kubectl::{self, TableRequest},
     lock,
     object::{Target, meta_str},
     openapi,
@@ -24,7 +25,6 @@ use crate::{
     resource::ResourceDef,
     schema,
     store::{DeleteOptions, WatchFrom},
-    table::{self, IncludeObject},
     watch::{self, WatchRequest},
 };
 
@@ -35,7 +35,7 @@ const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
 #[derive(Clone, Copy, Debug)]
 struct Shape {
     metadata_only: bool,
-    table: Option<IncludeObject>,
+    table: Option<TableRequest>,
 }
 
 impl Shape {
@@ -43,14 +43,13 @@ impl Shape {
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
         Self {
             metadata_only: accept.is_some_and(|a| a.contains("as=PartialObjectMetadata")),
-            table: table::wants_table(accept)
-                .then(|| IncludeObject::from_param(params.get("includeObject"))),
+            table: kubectl::table_request(accept, params.get("includeObject")),
         }
     }
 
     fn object(self, def: &ResourceDef, code: u16, object: &Value) -> Response {
         if let Some(include) = self.table {
-            let t = table::table(
+            let t = kubectl::table(
                 def,
                 std::slice::from_ref(object),
                 None,
@@ -71,7 +70,7 @@ impl Shape {
         if let Some(include) = self.table {
             return json_response(
                 200,
-                &table::table(def, &items, Some(rv), include, true, now()),
+                &kubectl::table(def, &items, Some(rv), include, true, now()),
             );
         }
         if self.metadata_only {

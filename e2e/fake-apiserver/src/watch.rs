@@ -20,12 +20,12 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::{
     convert,
     error::ApiError,
+    kubectl::{self, TableRequest},
     lock,
     object::meta_str,
     resource::ResourceDef,
     selector::Selectors,
     store::{Change, ChangeKind, Store, WatchStart},
-    table::{self, IncludeObject},
 };
 
 /// Everything a watch request asked for.
@@ -46,7 +46,7 @@ pub struct WatchRequest {
     pub metadata_only: bool,
     /// The client asked for Tables (`kubectl get -w`): each event's object is a one-row
     /// Table, the first with the column definitions.
-    pub table: Option<IncludeObject>,
+    pub table: Option<TableRequest>,
     /// From `timeoutSeconds`.
     pub timeout: Duration,
     /// How often to send a bookmark when bookmarks are allowed.
@@ -139,7 +139,7 @@ async fn run(
     let mut headers = true;
     let mut shape = |object: &Value| {
         if let Some(include) = req.table {
-            let t = table::table(
+            let t = kubectl::table(
                 &req.def,
                 std::slice::from_ref(object),
                 None,

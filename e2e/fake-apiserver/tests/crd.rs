@@ -66,6 +66,7 @@ async fn get_with_accept(client: &Client, path: &str, accept: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+#[cfg(feature = "kubectl")]
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
 #[tokio::test]
@@ -334,6 +335,7 @@ async fn unknown_fields_are_pruned_with_a_warning_or_refused_when_strict() {
     );
 }
 
+#[cfg(feature = "kubectl")]
 #[tokio::test]
 async fn tables_show_the_crds_printer_columns() {
     let server = with_crd().await;

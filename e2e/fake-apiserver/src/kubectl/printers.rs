@@ -4,7 +4,7 @@
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::cells::{Column, age, created, items, name, or_none, s};
+use super::cells::{Column, age, created, items, name, or_none, s};
 use crate::convert;
 use crate::resource::Conversion;
 

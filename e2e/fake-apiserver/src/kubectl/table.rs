@@ -1,7 +1,7 @@
 //! Server-side printing: `meta.k8s.io/v1` Tables for `kubectl get`.
 //!
 //! kubectl asks with `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` and prints the
-//! columns the server chose: upstream's printers for built-in kinds ([`crate::printers`]),
+//! columns the server chose: upstream's printers for built-in kinds ([`super::printers`]),
 //! the CRD's `additionalPrinterColumns` for custom resources, and `Name`/`Created At` for the
 //! rest. Rows carry the object's metadata (`includeObject=Metadata`, the default) or the
 //! whole object (`includeObject=Object`), which kubectl needs for `-A`, `-L` and sorting.
@@ -9,8 +9,8 @@
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::cells::{Column, age};
-use crate::printers;
+use super::cells::{Column, age};
+use super::printers;
 use crate::resource::ResourceDef;
 
 /// What a Table row carries besides its cells.
