@@ -644,3 +644,28 @@ fn a_provisioned_request_says_which_groups_and_how_many_nodes() {
         "Capacity is found in the cluster: existing node(s) node-a"
     );
 }
+
+#[test]
+fn pod_sets_that_make_no_pods_are_named_by_field() {
+    let head = "apiVersion: autoscaling.x-k8s.io/v1\nkind: ProvisioningRequest\nmetadata: {name: r, namespace: ml}\nspec:\n  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io\n";
+    for (pod_sets, expected) in [
+        (
+            "  podSets: []\n",
+            "ProvisioningRequest ml/r: field spec.podSets: at least one pod set is required",
+        ),
+        (
+            "  podSets:\n  - podTemplateRef: {name: chunk}\n    count: 1\n  - count: 2\n",
+            "ProvisioningRequest ml/r: field spec.podSets[1].podTemplateRef.name is required",
+        ),
+        (
+            "  podSets:\n  - podTemplateRef: {name: chunk}\n    count: 0\n",
+            "ProvisioningRequest ml/r: field spec.podSets[0].count: expected an integer ≥ 1",
+        ),
+    ] {
+        let report = run(&format!("{head}{pod_sets}"), None);
+        let r = &report.provisioning_requests[0];
+        assert_eq!(r.outcome, RequestOutcome::Invalid, "{pod_sets}");
+        let c = r.condition.as_ref().expect("condition");
+        assert!(c.message.contains(expected), "{}", c.message);
+    }
+}

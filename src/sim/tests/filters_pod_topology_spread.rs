@@ -819,3 +819,22 @@ fn template_nodes_added_later_join_the_domains() {
     assert_eq!(fitting_nodes(&state, &all, &p), vec!["template-1"]);
     assert_eq!(index, 4);
 }
+
+/// A `DoNotSchedule` constraint whose selector does not parse fails the pod in PreFilter
+/// (upstream: `LabelSelectorAsSelector`'s error as the plugin's status), on every node.
+#[test]
+fn a_constraint_whose_selector_does_not_parse_fails_prefilter_naming_it() {
+    let nodes = zone_nodes();
+    let bad = json!({"matchExpressions": [{"key": "foo", "operator": "Near"}]});
+    let pod = incoming(foo(), vec![constraint(1, "zone", bad)], json!({}));
+    let state = FilterState::new(&nodes, &[], &[]);
+    let reason = state
+        .prepare(&pod, &nodes)
+        .expect_err("the selector cannot be parsed");
+    assert_eq!(reason.code, dra_sim::reason::Code::InvalidSpreadConstraint);
+    assert_eq!(reason.plugin, "PodTopologySpread");
+    assert!(reason.node.is_none(), "a PreFilter refusal is every node's");
+    let text = reason.to_string();
+    assert!(text.contains("topologySpreadConstraints[zone]: "), "{text}");
+    assert!(text.contains("Near"), "{text}");
+}

@@ -12,6 +12,16 @@ use super::{Attempt, Planner};
 use crate::gang::Gang;
 use crate::groups::{NoRoom, template_node};
 
+/// What fresh nodes say about one waiting pod ([`Planner::why_no_new_node`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum NoNewNode {
+    /// Why each group's fresh node refuses it (`node group X: ...`); empty when one
+    /// would take it.
+    Refused(Vec<String>),
+    /// The error the scheduler would fail the pod with on such a node.
+    Fails(String),
+}
+
 impl Planner<'_> {
     /// Opens new nodes in `domain` for the waiting members: the best group
     /// by the expander, filled while each new node of it takes as many as
@@ -118,15 +128,9 @@ impl Planner<'_> {
 
     /// Why no new node takes `pod_index`, group by group (`node group X:
     /// ...`): the group's limit, or what a fresh node of it has against the
-    /// pod. Nothing for a group a fresh node of which would take it.
-    ///
-    /// # Errors
-    /// The error the scheduler would fail the pod with on such a node.
-    pub(super) fn why_no_new_node(
-        &mut self,
-        pod_index: usize,
-        claims: &PodClaims,
-    ) -> Result<Vec<String>, String> {
+    /// pod. Nothing for a group a fresh node of which would take it; the
+    /// error instead when the scheduler would fail the pod on such a node.
+    pub(super) fn why_no_new_node(&mut self, pod_index: usize, claims: &PodClaims) -> NoNewNode {
         let waiting = [pod_index];
         let claims = BTreeMap::from([(pod_index, claims.clone())]);
         let uniform = self.uniform_signature(&waiting);
@@ -138,7 +142,7 @@ impl Planner<'_> {
             }
             let result = self.fresh_node_takes(group, &waiting, &claims, uniform);
             if let Some((_, error)) = result.errors.into_iter().next() {
-                return Err(error);
+                return NoNewNode::Fails(error);
             }
             if let Some((pod, why)) = result.refusal {
                 reasons.push(format!(
@@ -148,7 +152,7 @@ impl Planner<'_> {
                 ));
             }
         }
-        Ok(reasons)
+        NoNewNode::Refused(reasons)
     }
 
     /// How many more nodes of `group` the budget allows, counting the

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use dra_sim::report::Outcome;
 
 use super::domains::Domain;
+use super::new_nodes::NoNewNode;
 use super::{Attempt, Placement, Planner, ScaleUps};
 use crate::gang::{Gang, GangApi, GangRef};
 use crate::report::{GangOutcome, PlanReport, PodGroupReport};
@@ -99,10 +100,10 @@ impl Planner<'_> {
                     continue;
                 };
                 match self.why_no_new_node(pod_index, pod_claims) {
-                    Ok(reasons) => {
+                    NoNewNode::Refused(reasons) => {
                         own_reasons.insert(pod_index, reasons);
                     }
-                    Err(error) => {
+                    NoNewNode::Fails(error) => {
                         attempt.errors.insert(pod_index, error);
                     }
                 }

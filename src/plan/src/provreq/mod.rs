@@ -54,6 +54,9 @@ use crate::templates::{created_at, group_of, pod_from_template, pod_template, re
 use backoff::{Retry, Waiting};
 
 mod api;
+mod pod_set_error;
+
+pub use pod_set_error::PodSetError;
 
 pub use api::*;
 
@@ -157,13 +160,13 @@ fn make_pods(
     name: &ObjectRef,
     class: &str,
     extra: &[ExtraObject],
-) -> Result<Vec<Pod>, String> {
+) -> Result<Vec<Pod>, PodSetError> {
     let pod_sets = obj
         .value
         .pointer("/spec/podSets")
         .and_then(Value::as_array)
         .filter(|s| !s.is_empty())
-        .ok_or("field spec.podSets: at least one pod set is required")?;
+        .ok_or(PodSetError::NoPodSets)?;
     let created = created_at(obj);
     let mut pods = Vec::new();
     for (i, set) in pod_sets.iter().enumerate() {
@@ -171,14 +174,18 @@ fn make_pods(
             .pointer("/podTemplateRef/name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
-            .ok_or_else(|| format!("field spec.podSets[{i}].podTemplateRef.name is required"))?;
+            .ok_or(PodSetError::NoTemplateName { index: i })?;
         let count = set
             .get("count")
             .and_then(Value::as_u64)
             .filter(|&c| c >= 1)
-            .ok_or_else(|| format!("field spec.podSets[{i}].count: expected an integer ≥ 1"))?;
-        let template = pod_template(extra, &name.namespace, template_name)
-            .map_err(|e| format!("spec.podSets[{i}]: {e}"))?;
+            .ok_or(PodSetError::BadCount { index: i })?;
+        let template = pod_template(extra, &name.namespace, template_name).map_err(|source| {
+            PodSetError::Template {
+                index: i,
+                source: Box::new(source),
+            }
+        })?;
         for j in 0..count {
             let pod_name = ObjectRef::new(name.namespace.clone(), format!("{}-{i}-{j}", name.name));
             let pod = pod_from_template(
@@ -187,7 +194,11 @@ fn make_pods(
                 &[(CONSUME_ANNOTATION, &name.name), (CLASS_ANNOTATION, class)],
                 created.as_ref(),
             )
-            .map_err(|e| format!("spec.podSets[{i}]: PodTemplate {template_name}: {e}"))?;
+            .map_err(|source| PodSetError::Pod {
+                index: i,
+                template: template_name.to_owned(),
+                source: Box::new(source),
+            })?;
             pods.push(pod);
         }
     }

@@ -365,8 +365,8 @@ impl DraCatalog {
         let mut slots = Vec::with_capacity(claims.len());
         let mut constraints = Vec::with_capacity(claims.len());
         for claim in claims {
-            let (claim_slots, min_devices) =
-                validate_claim(&mut chk, classes, claim).map_err(AllocError::Fatal)?;
+            let (claim_slots, min_devices) = validate_claim(&mut chk, classes, claim)
+                .map_err(|e| AllocError::Fatal(e.to_string()))?;
             if min_devices > MAX_RESULTS {
                 return Err(AllocError::Fatal(format!(
                     "claim {}: number of requested devices {min_devices} exceeds the claim limit of {MAX_RESULTS}",
@@ -414,7 +414,7 @@ impl DraCatalog {
             Err(Stop::MaxSize) => Err(AllocError::Fatal("allocation max size exceeded".into())),
             Ok(true) => assemble(&search, name)
                 .map(AllocateOutcome::Allocated)
-                .map_err(AllocError::Fatal),
+                .map_err(|e| AllocError::Fatal(e.to_string())),
             Err(Stop::Infeasible) | Ok(false) => {
                 let invalid: Vec<String> = pools
                     .iter()

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::cel::{CelDevice, CompiledSelector, SelectorCompiler};
+use crate::cel::{CelDevice, CelError, CompiledSelector, SelectorCompiler};
 use crate::gates::FeatureGates;
 
 use super::inventory::DeviceEntry;
@@ -24,12 +24,23 @@ pub(crate) enum EvalError {
     Runtime(String),
 }
 
+/// Why a selector id has no program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ProgramError {
+    /// The expression does not compile.
+    #[error(transparent)]
+    Compile(CelError),
+    /// An id [`SelectorTable::id`] never gave out (a bug, reported rather than a panic).
+    #[error("internal: unknown selector id {0}")]
+    UnknownId(u32),
+}
+
 /// Interned expressions and their compiled programs.
 pub(crate) struct SelectorTable {
     compiler: SelectorCompiler,
     ids: FixedMap<String, u32>,
     expressions: Vec<String>,
-    compiled: Vec<Option<Result<Arc<CompiledSelector>, String>>>,
+    compiled: Vec<Option<Result<Arc<CompiledSelector>, CelError>>>,
 }
 
 impl SelectorTable {
@@ -54,18 +65,15 @@ impl SelectorTable {
         id
     }
 
-    fn program(&mut self, id: u32) -> Result<Arc<CompiledSelector>, String> {
+    fn program(&mut self, id: u32) -> Result<Arc<CompiledSelector>, ProgramError> {
         let idx = id as usize;
         if self.compiled.get(idx).is_some_and(Option::is_none) {
-            let result = self
-                .compiler
-                .compile(&self.expressions[idx])
-                .map_err(|e| e.to_string());
+            let result = self.compiler.compile(&self.expressions[idx]);
             self.compiled[idx] = Some(result);
         }
         match self.compiled.get(idx) {
-            Some(Some(result)) => result.clone(),
-            _ => Err(format!("internal: unknown selector id {id}")),
+            Some(Some(result)) => result.clone().map_err(ProgramError::Compile),
+            _ => Err(ProgramError::UnknownId(id)),
         }
     }
 }
@@ -125,7 +133,9 @@ impl DeviceCaches {
         if let Some(v) = self.cached(device.slot, id) {
             return Ok(v);
         }
-        let program = table.program(id).map_err(EvalError::Compile)?;
+        let program = table
+            .program(id)
+            .map_err(|e| EvalError::Compile(e.to_string()))?;
         let idx = device.slot as usize;
         if idx >= self.entries.len() {
             self.entries.resize_with(idx + 1, DeviceCache::default);

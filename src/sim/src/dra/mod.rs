@@ -47,6 +47,7 @@ mod inventory;
 mod model;
 mod pool_state;
 mod pools;
+mod request_error;
 mod requests;
 mod results;
 mod search;

@@ -14,6 +14,7 @@ use super::cel_cache::EvalError;
 use super::model::{Checker, ClassEntry, DevRef, Mode, RequestData, Slot};
 use super::pools::Pool;
 use super::quantity::Value;
+use super::request_error::{RequestAt, RequestError};
 use super::select_error::{SelectError, SelectorOwner};
 use super::state::FixedMap;
 use super::{Variant, claim_ref};
@@ -63,12 +64,12 @@ impl<'c> Fields<'c> {
 /// number of devices it needs.
 ///
 /// # Errors
-/// The fatal message upstream would return.
+/// The fatal error upstream would return.
 pub(crate) fn validate_claim<'c>(
     chk: &mut Checker<'_>,
     classes: &'c FixedMap<String, ClassEntry>,
     claim: &'c ResourceClaim,
-) -> Result<(Vec<Slot<'c>>, i64), String> {
+) -> Result<(Vec<Slot<'c>>, i64), Box<RequestError>> {
     let requests: &'c [DeviceRequest] = claim
         .spec
         .as_ref()
@@ -80,11 +81,12 @@ pub(crate) fn validate_claim<'c>(
     for request in requests {
         let subs = request.first_available.as_deref().unwrap_or_default();
         if !chk.f.prioritized_list && !subs.is_empty() {
-            return Err(format!(
-                "claim {}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
-                claim_ref(claim),
-                request.name
-            ));
+            return Err(Box::new(RequestError::SubrequestsDisabled {
+                at: RequestAt {
+                    claim: claim_ref(claim),
+                    request: request.name.clone(),
+                },
+            }));
         }
         // The stable allocator knows no capacity requests and ignores them;
         // incubating and experimental refuse them with the feature off.
@@ -94,27 +96,28 @@ pub(crate) fn validate_claim<'c>(
                 .as_ref()
                 .is_some_and(|e| e.capacity.is_some())
             {
-                return Err(format!(
-                    "claim {}, request {}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
-                    claim_ref(claim),
-                    request.name
-                ));
+                return Err(Box::new(RequestError::CapacityDisabled {
+                    claim: claim_ref(claim),
+                    kind: "request",
+                    name: request.name.clone(),
+                }));
             }
             if let Some(sub) = subs.iter().find(|s| s.capacity.is_some()) {
-                return Err(format!(
-                    "claim {}, subrequest {}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
-                    claim_ref(claim),
-                    sub.name
-                ));
+                return Err(Box::new(RequestError::CapacityDisabled {
+                    claim: claim_ref(claim),
+                    kind: "subrequest",
+                    name: sub.name.clone(),
+                }));
             }
         }
         if subs.is_empty() {
             let Some(exact) = request.exactly.as_ref() else {
-                return Err(format!(
-                    "claim {}, request {}: missing device class name (unsupported request type?)",
-                    claim_ref(claim),
-                    request.name
-                ));
+                return Err(Box::new(RequestError::MissingClassName {
+                    at: RequestAt {
+                        claim: claim_ref(claim),
+                        request: request.name.clone(),
+                    },
+                }));
             };
             let data = validate(
                 chk,
@@ -146,37 +149,29 @@ fn validate<'c>(
     claim: &'c ResourceClaim,
     fields: Fields<'c>,
     parent: Option<&'c str>,
-) -> Result<RequestData<'c>, String> {
-    let who = || format!("claim {}, request {}", claim_ref(claim), fields.name);
+) -> Result<RequestData<'c>, Box<RequestError>> {
+    let at = || RequestAt {
+        claim: claim_ref(claim),
+        request: fields.name.to_owned(),
+    };
     let mut selectors = Vec::with_capacity(fields.selectors.len());
     for (i, selector) in fields.selectors.iter().enumerate() {
         let Some(cel) = &selector.cel else {
-            return Err(format!(
-                "{}, selector #{i}: CEL expression empty (unsupported selector type?)",
-                who()
-            ));
+            return Err(Box::new(RequestError::EmptySelector { at: at(), index: i }));
         };
         selectors.push(chk.table.id(&cel.expression));
     }
     if !chk.f.admin_access && fields.admin_access.is_some() {
-        return Err(format!(
-            "{}: admin access is requested, but the feature is disabled",
-            who()
-        ));
+        return Err(Box::new(RequestError::AdminAccessDisabled { at: at() }));
     }
     if fields.class_name.is_empty() {
-        return Err(format!(
-            "{}: missing device class name (unsupported request type?)",
-            who()
-        ));
+        return Err(Box::new(RequestError::MissingClassName { at: at() }));
     }
     let Some(class) = classes.get(fields.class_name) else {
-        return Err(format!(
-            "{}: could not retrieve device class {}: deviceclass.resource.k8s.io {:?} not found",
-            who(),
-            fields.class_name,
-            fields.class_name
-        ));
+        return Err(Box::new(RequestError::ClassNotFound {
+            at: at(),
+            class: fields.class_name.to_owned(),
+        }));
     };
     let stable = chk.f.variant() == Variant::Stable;
     let capacity = match fields.capacity.and_then(|c| c.requests.as_ref()) {
@@ -185,8 +180,13 @@ fn validate<'c>(
         Some(requests) => {
             let mut parsed = Vec::with_capacity(requests.len());
             for (name, quantity) in requests {
-                let value = Value::from_quantity(quantity)
-                    .map_err(|e| format!("{}: capacity request {name}: {e}", who()))?;
+                let value = Value::from_quantity(quantity).map_err(|source| {
+                    RequestError::CapacityQuantity {
+                        at: at(),
+                        name: name.clone(),
+                        source,
+                    }
+                })?;
                 parsed.push((name.clone(), value));
             }
             Some(parsed)
@@ -215,18 +215,16 @@ fn validate<'c>(
             data.mode = Mode::All;
             for pool in chk.pools {
                 if pool.incomplete {
-                    return Err(format!(
-                        "{}: asks for all devices, but resource pool {} is currently being updated",
-                        who(),
-                        pool.id()
-                    ));
+                    return Err(Box::new(RequestError::AllPoolIncomplete {
+                        at: at(),
+                        pool: pool.id(),
+                    }));
                 }
                 if pool.invalid.is_some() {
-                    return Err(format!(
-                        "{}: asks for all devices, but resource pool {} is currently invalid",
-                        who(),
-                        pool.id()
-                    ));
+                    return Err(Box::new(RequestError::AllPoolInvalid {
+                        at: at(),
+                        pool: pool.id(),
+                    }));
                 }
             }
             let mut all = Vec::new();
@@ -239,7 +237,9 @@ fn validate<'c>(
                             device: device_idx,
                             flat: pool.offsets[slice_idx] + device_idx,
                         };
-                        if !selectable(chk, claim, &data, dev).map_err(|e| e.to_string())? {
+                        if !selectable(chk, claim, &data, dev)
+                            .map_err(|e| Box::new(RequestError::from(e)))?
+                        {
                             continue;
                         }
                         // Static capacity only (kubernetes#140769): a matching
@@ -253,12 +253,12 @@ fn validate<'c>(
                                 None,
                                 chk.f.fractional_capacity_range,
                             )
-                            .map_err(|e| {
-                                format!(
-                                    "{}: checking capacity for device {}: {e}",
-                                    who(),
-                                    device.name
-                                )
+                            .map_err(|source| {
+                                RequestError::CapacityCheck {
+                                    at: at(),
+                                    device: device.name.clone(),
+                                    source,
+                                }
                             })?;
                             if fits != Some(true) {
                                 continue;
@@ -272,7 +272,10 @@ fn validate<'c>(
             data.all_devices = all;
         }
         other => {
-            return Err(format!("{}: unsupported count mode {other}", who()));
+            return Err(Box::new(RequestError::UnsupportedMode {
+                at: at(),
+                mode: other.to_owned(),
+            }));
         }
     }
     Ok(data)

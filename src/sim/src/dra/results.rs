@@ -13,14 +13,26 @@ use k8s_openapi::api::resource::v1::{
 use super::model::{RequestData, Slot};
 use super::search::{RKey, Search};
 
+/// A solution whose results cannot be written (upstream's `createNodeSelector` error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "create NodeSelector for claim {claim}: unsupported ResourceSlice.NodeSelector with {terms} terms"
+)]
+pub(crate) struct ResultError {
+    /// The claim's name (upstream prints the name only).
+    pub claim: String,
+    /// How many terms the chosen device's slice selector has (more than one).
+    pub terms: usize,
+}
+
 /// Builds one result per claim.
 ///
 /// # Errors
-/// A node selector with more than one term on a chosen device's slice.
+/// [`ResultError`]: a node selector with more than one term on a chosen device's slice.
 pub(crate) fn assemble(
     search: &Search<'_, '_>,
     node_name: &str,
-) -> Result<Vec<AllocationResult>, String> {
+) -> Result<Vec<AllocationResult>, ResultError> {
     let mut out = Vec::with_capacity(search.claims.len());
     for (claim_idx, claim) in search.claims.iter().enumerate() {
         let chosen = &search.results[claim_idx];
@@ -83,12 +95,11 @@ pub(crate) fn assemble(
             })
             .collect();
         let config = configs(claim, requests, &chosen_data);
-        let node_selector = node_selector(search, claim_idx, node_name).map_err(|e| {
-            format!(
-                "create NodeSelector for claim {}: {e}",
-                claim.metadata.name.as_deref().unwrap_or("")
-            )
-        })?;
+        let node_selector =
+            node_selector(search, claim_idx, node_name).map_err(|terms| ResultError {
+                claim: claim.metadata.name.clone().unwrap_or_default(),
+                terms,
+            })?;
         out.push(AllocationResult {
             allocation_timestamp: None,
             devices: Some(DeviceAllocationResult {
@@ -182,12 +193,13 @@ fn configs(
     out
 }
 
-/// Upstream `createNodeSelector`.
+/// Upstream `createNodeSelector`; the error is the number of terms of a slice selector it
+/// cannot merge (more than one).
 fn node_selector(
     search: &Search<'_, '_>,
     claim_idx: usize,
     node_name: &str,
-) -> Result<Option<NodeSelector>, String> {
+) -> Result<Option<NodeSelector>, usize> {
     let mut fields: Vec<NodeSelectorRequirement> = Vec::new();
     let mut expressions: Vec<NodeSelectorRequirement> = Vec::new();
     for c in &search.results[claim_idx] {
@@ -225,10 +237,7 @@ fn node_selector(
                     );
                 }
                 terms => {
-                    return Err(format!(
-                        "unsupported ResourceSlice.NodeSelector with {} terms",
-                        terms.len()
-                    ));
+                    return Err(terms.len());
                 }
             }
         }
@@ -255,5 +264,24 @@ fn merge(into: &mut Vec<NodeSelectorRequirement>, from: &[NodeSelectorRequiremen
         if !present {
             into.push(requirement.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod result_error_tests {
+    use super::ResultError;
+
+    /// Upstream's words: `createNodeSelector`'s error wrapped by the allocator with the
+    /// claim's name (`create NodeSelector for claim %s: %w`).
+    #[test]
+    fn a_slice_selector_with_two_terms_is_named_as_upstream_does() {
+        let err = ResultError {
+            claim: "gpu-claim".into(),
+            terms: 2,
+        };
+        assert_eq!(
+            err.to_string(),
+            "create NodeSelector for claim gpu-claim: unsupported ResourceSlice.NodeSelector with 2 terms"
+        );
     }
 }

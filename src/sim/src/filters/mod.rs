@@ -492,7 +492,7 @@ impl FilterState {
             .collect();
         let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
         let spread = pod_topology_spread::prepare(pod, &mut index, &self.nodes, &self.pods)
-            .map_err(|e| Reason::new(Code::InvalidSpreadConstraint, e))?;
+            .map_err(|e| Reason::new(Code::InvalidSpreadConstraint, e.to_string()))?;
         let affinity =
             inter_pod_affinity::prepare(pod, &self.namespaces, &mut index, &self.nodes, &self.pods)
                 .map_err(|e| Reason::new(Code::InvalidAffinityTerm, e.to_string()))?;

@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use super::index::{Clause, Index, MaskSpec, NodeRecord, PodMatcher, PodRecord};
 use super::node_affinity::RequiredNodeAffinity;
 use super::topology::{Domain, DomainCounts, TopologyColumn};
-use crate::selectors::{Op, Selector};
+use crate::selectors::{Op, Selector, SelectorParseError};
 
 /// Upstream plugin name.
 pub const NAME: &str = "PodTopologySpread";
@@ -57,7 +57,17 @@ pub(crate) enum SpreadRefusal {
     Skew,
 }
 
-fn constraints(pod: &Pod) -> Result<Vec<Constraint>, String> {
+/// A `DoNotSchedule` constraint whose label selector cannot be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("topologySpreadConstraints[{topology_key}]: {source}")]
+pub(crate) struct SpreadConstraintError {
+    /// The constraint's `topologyKey` (how upstream names it).
+    pub topology_key: String,
+    /// Why its selector does not parse.
+    pub source: SelectorParseError,
+}
+
+fn constraints(pod: &Pod) -> Result<Vec<Constraint>, SpreadConstraintError> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(Vec::new());
     };
@@ -67,8 +77,12 @@ fn constraints(pod: &Pod) -> Result<Vec<Constraint>, String> {
         if c.when_unsatisfiable != "DoNotSchedule" {
             continue;
         }
-        let selector = Selector::compile(c.label_selector.as_ref())
-            .map_err(|e| format!("topologySpreadConstraints[{}]: {e}", c.topology_key))?;
+        let selector = Selector::compile(c.label_selector.as_ref()).map_err(|source| {
+            SpreadConstraintError {
+                topology_key: c.topology_key.clone(),
+                source,
+            }
+        })?;
         // matchLabelKeys: AND `key = <this pod's value>` for keys the pod has.
         let extra: Vec<(String, Op, String)> = c
             .match_label_keys
@@ -106,7 +120,7 @@ pub(crate) fn prepare(
     index: &mut Index,
     nodes: &[NodeRecord],
     pods: &[PodRecord],
-) -> Result<Vec<PreparedConstraint>, String> {
+) -> Result<Vec<PreparedConstraint>, SpreadConstraintError> {
     let constraints = constraints(pod)?;
     if constraints.is_empty() {
         return Ok(Vec::new());
