@@ -46,9 +46,8 @@ mod unbind;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
-use k8s_openapi::api::core::v1::{Namespace, Node, NodeSpec, Pod, Toleration};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Toleration};
 use k8s_openapi::api::resource::v1::DeviceClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub use crate::selectors::SelectorParseError;
 pub use capacity::Allocatable;
@@ -303,22 +302,6 @@ pub struct FilterState {
     index: Mutex<Index>,
 }
 
-/// The parts of a node the indexes read, without its status.
-fn skeleton(node: &Node) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: node.metadata.name.clone(),
-            labels: node.metadata.labels.clone(),
-            ..Default::default()
-        },
-        spec: Some(NodeSpec {
-            taints: node.spec.as_ref().and_then(|s| s.taints.clone()),
-            ..Default::default()
-        }),
-        status: None,
-    }
-}
-
 /// Pods that hold resources on their node: bound and not finished (the
 /// scheduler's informer leaves out Succeeded and Failed pods).
 fn is_active(pod: &Pod) -> bool {
@@ -332,9 +315,12 @@ impl FilterState {
     /// counted on their node.
     #[must_use]
     pub fn new(nodes: &[Node], pods: &[Pod], namespaces: &[Namespace]) -> Self {
+        // Room for the template nodes a plan adds, as the loader leaves it in the
+        // snapshot's own vector of nodes (`Loader::reserve_for`).
+        let room = nodes.len() + nodes.len() / 8;
         let mut state = Self {
-            nodes: Vec::with_capacity(nodes.len()),
-            usage: Vec::with_capacity(nodes.len()),
+            nodes: Vec::with_capacity(room),
+            usage: Vec::with_capacity(room),
             node_ids: HashMap::with_capacity(nodes.len()),
             pods: Vec::new(),
             pod_requested: Vec::new(),
@@ -375,9 +361,7 @@ impl FilterState {
             allowed_pods,
             ..NodeUsage::default()
         });
-        self.nodes.push(NodeRecord {
-            node: skeleton(node),
-        });
+        self.nodes.push(NodeRecord::of(node));
         let index = self.nodes.len() - 1;
         if let Some(name) = node.metadata.name.as_deref() {
             self.node_ids.entry(name.to_string()).or_insert(index);
