@@ -53,6 +53,12 @@ fn run() {
     };
     phase("read", &mut clock);
     let mut loader = simulate::loader();
+    // As `simulate` types a list's items (`DRA_THREADS` to choose).
+    let threads = std::env::var("DRA_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(8)));
+    loader.type_on_threads(threads);
     if let Err(e) = loader.add_json(&path, &text) {
         eprintln!("{e}");
         return;
