@@ -60,7 +60,7 @@ use crate::reason::{Code, Reason, Words};
 use extended_resources::ExtendedResourceMap;
 use index::{Index, NodeRecord, PodRecord};
 use inter_pod_affinity::{AffinityRefusal, PreparedAffinity};
-use labels::NamespaceRegistry;
+use labels::{Interned, NamespaceRegistry};
 use node_affinity::RequiredNodeAffinity;
 use node_ports::HostPort;
 use node_resources_fit::{NodeResources, PodRequest};
@@ -295,6 +295,8 @@ pub struct FilterState {
     /// Per entry of `pods`: what it added to its node's requested total.
     pod_requested: Vec<ResourceVec>,
     namespaces: NamespaceRegistry,
+    /// The namespaces and label sets of `pods`, one copy of each.
+    interned: Interned,
     resources: ResourceTable,
     extended: ExtendedResourceMap,
     extended_gate: bool,
@@ -325,6 +327,7 @@ impl FilterState {
             pods: Vec::new(),
             pod_requested: Vec::new(),
             namespaces: NamespaceRegistry::new(namespaces),
+            interned: Interned::default(),
             resources: ResourceTable::default(),
             extended: ExtendedResourceMap::default(),
             extended_gate: false,
@@ -405,15 +408,15 @@ impl FilterState {
         self.pod_requested.push(requested);
         usage.pod_count += 1;
         usage.ports.extend(node_ports::pod_host_ports(pod));
-        let namespace = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        self.namespaces.note(&namespace);
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        self.namespaces.note(namespace);
         let record = PodRecord {
-            namespace,
-            labels: pod.metadata.labels.clone(),
+            namespace: self.interned.namespace(namespace),
+            labels: pod
+                .metadata
+                .labels
+                .as_ref()
+                .map(|labels| self.interned.labels(labels)),
             terminating: pod.metadata.deletion_timestamp.is_some(),
             node_index,
         };
