@@ -31,6 +31,9 @@ pub(super) struct TypedItem {
     object: TypedObject,
 }
 
+// Unboxed on purpose: a Box would cost every item an allocation and a copy, and typed
+// items only wait in chunks of a few hundred (`super::parallel`).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 enum TypedObject {
     Node(Node),

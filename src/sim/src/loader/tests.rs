@@ -329,7 +329,7 @@ fn mixed_list(items: usize, invalid_at: Option<usize>) -> String {
                 r#"{{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{{"name":"t-{i}","namespace":"ns"}},"spec":{{"spec":{{}}}}}}"#
             ),
             // A copy of a node (and, further on, of a pod) read hundreds of items before.
-            _ if i > 600 && i % 2 == 0 => format!(
+            _ if i > 600 && i.is_multiple_of(2) => format!(
                 r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n-{}","labels":{{"copy":"yes"}}}}}}"#,
                 (i - 600) / 11 * 11
             ),
