@@ -53,8 +53,10 @@ fn gates(objects: &ClusterObjects) -> FeatureGates {
         .unwrap_or_default()
 }
 
+/// Loaded as `simulate` loads (items typed on as many threads as it uses).
 fn load(text: &str) -> ClusterObjects {
     let mut loader = dra_plan::simulate::loader();
+    loader.type_on_threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)));
     loader
         .add_json("internet.json", text)
         .unwrap_or_else(|e| panic!("generated workload: {e}"));

@@ -66,6 +66,15 @@ fn is_snapshot_file(path: &Path) -> bool {
     )
 }
 
+/// Threads to type a large list's items on ([`Loader::type_on_threads`]): one per core
+/// the process may use, at most 8 (past that, recording the items in order on one
+/// thread is the limit). Loading was the largest part of `simulate` on a 100,000-node
+/// cluster (issue #28).
+#[must_use]
+pub fn typing_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
 /// Loads every file under `paths` with `loader`.
 ///
 /// # Errors

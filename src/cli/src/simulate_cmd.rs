@@ -158,7 +158,8 @@ impl SimulateArgs {
     pub fn simulate(&self) -> anyhow::Result<(SimulateOutput, Vec<String>)> {
         // The CLI reads the clock; the planner only ever gets a time.
         let options = self.plan_options(Timestamp::now())?;
-        let loader = dra_plan::simulate::loader();
+        let mut loader = dra_plan::simulate::loader();
+        loader.type_on_threads(input::typing_threads());
         let loaded = input::load(&self.paths, loader)?;
         let mut notes: Vec<String> = [loaded.skipped_note(), loaded.duplicates_note()]
             .into_iter()

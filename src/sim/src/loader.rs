@@ -14,6 +14,7 @@ use crate::defaults;
 use crate::objects::{ClusterObjects, ExtraObject, ObjectRef, Origin};
 
 mod direct;
+mod parallel;
 mod scan;
 mod stream;
 
@@ -133,6 +134,8 @@ pub struct Loader {
     keep: BTreeSet<(String, String)>,
     /// Drop what nothing reads of typed objects ([`crate::trim`]).
     trim: bool,
+    /// Threads to type a large `kind: List`'s items on (0 and 1: the caller's alone).
+    threads: usize,
     /// (group, kind, namespace, name) of every object read so far.
     seen: BTreeSet<(String, String, String, String)>,
     loaded: Loaded,
@@ -157,6 +160,15 @@ impl Loader {
     /// hold large snapshots save most of their memory.
     pub fn trim_unread(&mut self) -> &mut Self {
         self.trim = true;
+        self
+    }
+
+    /// Types the items of a large JSON `kind: List` on `threads` threads, the caller's
+    /// and `threads - 1` scoped helpers, recording them in the list's order: the same
+    /// objects, order and errors as on one thread. Pure CPU work; the caller, which may
+    /// know how many cores it has, chooses. The default is 1 (no helper).
+    pub fn type_on_threads(&mut self, threads: usize) -> &mut Self {
+        self.threads = threads;
         self
     }
 

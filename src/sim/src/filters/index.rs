@@ -13,31 +13,46 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Toleration};
+use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 
 use super::node_affinity::RequiredNodeAffinity;
 use super::taint_toleration::{is_do_not_schedule, tolerations_tolerate};
 use super::topology::{Domain, DomainCounts, TopologyColumn};
 use crate::selectors::{Labels, Selector};
 
-/// What the indexes need to know about a node: its labels and taints, as a
-/// node object so the shared selector helpers apply.
+/// What the indexes need to know about a node: its name, labels and taints. (A
+/// skeleton `Node` held these before: about 1.5 KB of mostly empty fields per node,
+/// and a vector of them copied whole when the planner added its first node: 310 MB
+/// allocated at 100,000 nodes, issue #28.)
 #[derive(Debug, Clone)]
 pub(crate) struct NodeRecord {
-    pub(crate) node: Node,
+    pub(crate) name: Option<String>,
+    labels: Option<Labels>,
+    taints: Option<Vec<Taint>>,
 }
 
 impl NodeRecord {
+    /// The parts of `node` the indexes read.
+    pub(crate) fn of(node: &Node) -> Self {
+        Self {
+            name: node.metadata.name.clone(),
+            labels: node.metadata.labels.clone(),
+            taints: node.spec.as_ref().and_then(|s| s.taints.clone()),
+        }
+    }
+
     pub(crate) fn labels(&self) -> Option<&Labels> {
-        self.node.metadata.labels.as_ref()
+        self.labels.as_ref()
     }
 }
 
-/// What the indexes need to know about a pod counted on a node.
+/// What the indexes need to know about a pod counted on a node. Namespace and labels
+/// are shared between pods that have the same ([`super::labels::Interned`]): the pods of
+/// one workload do, and 100,000 copies of them were 54 MB of a large plan (issue #28).
 #[derive(Debug, Clone)]
 pub(crate) struct PodRecord {
-    pub(crate) namespace: String,
-    pub(crate) labels: Option<Labels>,
+    pub(crate) namespace: Arc<str>,
+    pub(crate) labels: Option<Arc<Labels>>,
     /// `metadata.deletionTimestamp` is set.
     pub(crate) terminating: bool,
     pub(crate) node_index: usize,
@@ -75,7 +90,7 @@ impl PodMatcher {
         }
         self.clauses
             .iter()
-            .all(|c| c.matches(&pod.namespace, pod.labels.as_ref()))
+            .all(|c| c.matches(&pod.namespace, pod.labels.as_deref()))
     }
 }
 
@@ -101,8 +116,8 @@ impl MaskSpec {
         format!("{:?}|{affinity:?}|{tolerations:?}", self.keys)
     }
 
-    fn admits(&self, node: &Node) -> bool {
-        let labels = node.metadata.labels.as_ref();
+    fn admits(&self, node: &NodeRecord) -> bool {
+        let labels = node.labels();
         if !self
             .keys
             .iter()
@@ -111,16 +126,12 @@ impl MaskSpec {
             return false;
         }
         if let Some(affinity) = &self.affinity
-            && !affinity.matches(node)
+            && !affinity.matches_name_and_labels(node.name.as_deref().unwrap_or(""), labels)
         {
             return false;
         }
         if let Some(tolerations) = &self.tolerations {
-            let taints = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.as_deref())
-                .unwrap_or_default();
+            let taints = node.taints.as_deref().unwrap_or_default();
             if taints
                 .iter()
                 .any(|t| is_do_not_schedule(t) && !tolerations_tolerate(tolerations, t))
@@ -223,7 +234,7 @@ impl Index {
         if let Some(id) = self.mask_ids.get(&key) {
             return *id;
         }
-        let admits = nodes.iter().map(|n| spec.admits(&n.node)).collect();
+        let admits = nodes.iter().map(|n| spec.admits(n)).collect();
         self.masks.push(Mask { spec, admits });
         let id = self.masks.len() - 1;
         self.mask_ids.insert(key, id);
@@ -357,7 +368,7 @@ impl Index {
             Arc::make_mut(column).push_node(record.labels());
         }
         for mask in &mut self.masks {
-            let admits = mask.spec.admits(&record.node);
+            let admits = mask.spec.admits(record);
             mask.admits.push(admits);
         }
         for entry in &mut self.matchers {

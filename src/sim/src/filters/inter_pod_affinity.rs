@@ -265,8 +265,8 @@ pub(crate) fn prepare(
     };
     if !affinity_terms.is_empty() {
         let own = PodRecord {
-            namespace: namespace.to_string(),
-            labels: labels.cloned(),
+            namespace: namespace.into(),
+            labels: labels.cloned().map(std::sync::Arc::new),
             terminating: false,
             node_index: usize::MAX,
         };

@@ -1,11 +1,42 @@
 //! The namespaces pods live in, with their labels, for namespace selectors.
 //! (Label selectors themselves live in [`crate::selectors`].)
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Namespace;
 
 use crate::selectors::{Labels, Selector};
+
+/// One shared copy of each namespace name and label set the filter state records pods
+/// with.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Interned {
+    namespaces: HashSet<Arc<str>>,
+    labels: HashSet<Arc<Labels>>,
+}
+
+impl Interned {
+    /// The shared copy of `name`.
+    pub(crate) fn namespace(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.namespaces.get(name) {
+            return Arc::clone(shared);
+        }
+        let shared: Arc<str> = name.into();
+        self.namespaces.insert(Arc::clone(&shared));
+        shared
+    }
+
+    /// The shared copy of `labels`.
+    pub(crate) fn labels(&mut self, labels: &Labels) -> Arc<Labels> {
+        if let Some(shared) = self.labels.get(labels) {
+            return Arc::clone(shared);
+        }
+        let shared = Arc::new(labels.clone());
+        self.labels.insert(Arc::clone(&shared));
+        shared
+    }
+}
 
 /// Every namespace the simulation knows, with its labels.
 ///

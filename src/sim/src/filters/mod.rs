@@ -46,9 +46,8 @@ mod unbind;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
-use k8s_openapi::api::core::v1::{Namespace, Node, NodeSpec, Pod, Toleration};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Toleration};
 use k8s_openapi::api::resource::v1::DeviceClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub use crate::selectors::SelectorParseError;
 pub use capacity::Allocatable;
@@ -61,7 +60,7 @@ use crate::reason::{Code, Reason, Words};
 use extended_resources::ExtendedResourceMap;
 use index::{Index, NodeRecord, PodRecord};
 use inter_pod_affinity::{AffinityRefusal, PreparedAffinity};
-use labels::NamespaceRegistry;
+use labels::{Interned, NamespaceRegistry};
 use node_affinity::RequiredNodeAffinity;
 use node_ports::HostPort;
 use node_resources_fit::{NodeResources, PodRequest};
@@ -296,27 +295,13 @@ pub struct FilterState {
     /// Per entry of `pods`: what it added to its node's requested total.
     pod_requested: Vec<ResourceVec>,
     namespaces: NamespaceRegistry,
+    /// The namespaces and label sets of `pods`, one copy of each.
+    interned: Interned,
     resources: ResourceTable,
     extended: ExtendedResourceMap,
     extended_gate: bool,
     /// Built lazily by `prepare`, which only has `&self`.
     index: Mutex<Index>,
-}
-
-/// The parts of a node the indexes read, without its status.
-fn skeleton(node: &Node) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: node.metadata.name.clone(),
-            labels: node.metadata.labels.clone(),
-            ..Default::default()
-        },
-        spec: Some(NodeSpec {
-            taints: node.spec.as_ref().and_then(|s| s.taints.clone()),
-            ..Default::default()
-        }),
-        status: None,
-    }
 }
 
 /// Pods that hold resources on their node: bound and not finished (the
@@ -332,13 +317,17 @@ impl FilterState {
     /// counted on their node.
     #[must_use]
     pub fn new(nodes: &[Node], pods: &[Pod], namespaces: &[Namespace]) -> Self {
+        // Room for the template nodes a plan adds, as the loader leaves it in the
+        // snapshot's own vector of nodes (`Loader::reserve_for`).
+        let room = nodes.len() + nodes.len() / 8;
         let mut state = Self {
-            nodes: Vec::with_capacity(nodes.len()),
-            usage: Vec::with_capacity(nodes.len()),
+            nodes: Vec::with_capacity(room),
+            usage: Vec::with_capacity(room),
             node_ids: HashMap::with_capacity(nodes.len()),
             pods: Vec::new(),
             pod_requested: Vec::new(),
             namespaces: NamespaceRegistry::new(namespaces),
+            interned: Interned::default(),
             resources: ResourceTable::default(),
             extended: ExtendedResourceMap::default(),
             extended_gate: false,
@@ -375,9 +364,7 @@ impl FilterState {
             allowed_pods,
             ..NodeUsage::default()
         });
-        self.nodes.push(NodeRecord {
-            node: skeleton(node),
-        });
+        self.nodes.push(NodeRecord::of(node));
         let index = self.nodes.len() - 1;
         if let Some(name) = node.metadata.name.as_deref() {
             self.node_ids.entry(name.to_string()).or_insert(index);
@@ -421,15 +408,15 @@ impl FilterState {
         self.pod_requested.push(requested);
         usage.pod_count += 1;
         usage.ports.extend(node_ports::pod_host_ports(pod));
-        let namespace = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        self.namespaces.note(&namespace);
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        self.namespaces.note(namespace);
         let record = PodRecord {
-            namespace,
-            labels: pod.metadata.labels.clone(),
+            namespace: self.interned.namespace(namespace),
+            labels: pod
+                .metadata
+                .labels
+                .as_ref()
+                .map(|labels| self.interned.labels(labels)),
             terminating: pod.metadata.deletion_timestamp.is_some(),
             node_index,
         };

@@ -49,12 +49,27 @@ impl RequiredNodeAffinity {
 
     /// `RequiredNodeAffinity.Match`, with parse errors counted as no match.
     pub(crate) fn matches(&self, node: &Node) -> bool {
-        let labels = node.metadata.labels.as_ref();
+        self.matches_name_and_labels(
+            node.metadata.name.as_deref().unwrap_or(""),
+            node.metadata.labels.as_ref(),
+        )
+    }
+
+    /// [`Self::matches`] of a node named `name` with `labels` (all it reads of a node).
+    pub(crate) fn matches_name_and_labels(
+        &self,
+        name: &str,
+        labels: Option<&BTreeMap<String, String>>,
+    ) -> bool {
         let selector_ok = self
             .node_selector
             .iter()
             .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
-        selector_ok && self.terms.as_ref().is_none_or(|terms| terms.matches(node))
+        selector_ok
+            && self
+                .terms
+                .as_ref()
+                .is_none_or(|terms| terms.matches_name_and_labels(name, labels))
     }
 
     /// A string equal for equal requirements, to key caches of node sets.

@@ -40,7 +40,7 @@ impl FilterState {
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner)
             .on_remove_last_node(&self.nodes);
-        if let Some(name) = self.nodes[last].node.metadata.name.as_deref()
+        if let Some(name) = self.nodes[last].name.as_deref()
             && self.node_ids.get(name) == Some(&last)
         {
             self.node_ids.remove(name);

@@ -35,9 +35,9 @@ impl FilterState {
             .enumerate()
             .filter(|(_, r)| {
                 r.node_index == node_index
-                    && r.namespace == namespace
+                    && &*r.namespace == namespace
                     && r.terminating == terminating
-                    && r.labels.as_ref() == labels
+                    && r.labels.as_deref() == labels
             })
             .map(|(i, _)| i)
             .collect();

@@ -123,6 +123,10 @@ pub(super) fn add_items(
 ) -> Result<(), LoadError> {
     if let Some(spans) = super::scan::item_spans(text) {
         loader.reserve_for(text, &spans);
+        if super::parallel::worth_it(loader.threads, spans.len()) {
+            let threads = loader.threads;
+            return super::parallel::add_items(loader, origin, text, &spans, threads);
+        }
         for (index, (start, end)) in spans.into_iter().enumerate() {
             let item = text.get(start..end).unwrap_or_default();
             if !loader.add_typed_text(item) {

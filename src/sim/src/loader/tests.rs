@@ -283,3 +283,134 @@ fn a_list_makes_room_for_its_nodes_and_pods_before_loading_them() {
     assert_eq!(objects.resource_claims.capacity(), 0);
     assert!(objects.nodes.is_empty() && objects.pods.is_empty());
 }
+
+/// A list of many items of every path a list item can take: typed directly (nodes,
+/// pods, slices, claims, namespaces, classes), through the general path (a pod with
+/// `workloadRef`, one with a `\u` escape, a template), kept untyped (NodeGroups),
+/// skipped (Deployments), and duplicates of items read chunks before.
+fn mixed_list(items: usize, invalid_at: Option<usize>) -> String {
+    let item = |i: usize| -> String {
+        if Some(i) == invalid_at {
+            return format!(
+                r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"bad-{i}"}},"spec":{{"unschedulable":"maybe"}}}}"#
+            );
+        }
+        match i % 11 {
+            0 => format!(
+                r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n-{i}","labels":{{"zone":"z{}"}}}},"status":{{"allocatable":{{"cpu":"4"}},"images":[{{"names":["x"]}}]}}}}"#,
+                i % 3
+            ),
+            1 => format!(
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p-{i}","namespace":"ns{}"}},"spec":{{"containers":[{{"name":"c","env":[{{"name":"A"}}],"resources":{{"requests":{{"cpu":"1"}}}}}}]}}}}"#,
+                i % 4
+            ),
+            2 => format!(
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"w-{i}"}},"spec":{{"workloadRef":{{"name":"wl","podGroup":"g"}},"containers":[{{"name":"c"}}]}}}}"#
+            ),
+            3 => format!(
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"e-{i}"}},"spec":{{"containers":[{{"name":"\u0063"}}]}}}}"#
+            ),
+            4 => format!(
+                r#"{{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{{"name":"s-{i}"}},"spec":{{"driver":"d","pool":{{"name":"p{i}","generation":1,"resourceSliceCount":1}},"nodeName":"n-{i}","devices":[{{"name":"gpu-0"}}]}}}}"#
+            ),
+            5 => format!(
+                r#"{{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{{"name":"c-{i}","namespace":"ns"}},"spec":{{}}}}"#
+            ),
+            6 => format!(
+                r#"{{"apiVersion":"dra-autoscaler.io/v1alpha1","kind":"NodeGroup","metadata":{{"name":"g-{i}"}},"spec":{{"maxSize":2}}}}"#
+            ),
+            7 => format!(
+                r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"d-{i}","namespace":"x"}}}}"#
+            ),
+            8 => format!(
+                r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"ns-{i}"}}}}"#
+            ),
+            9 => format!(
+                r#"{{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{{"name":"t-{i}","namespace":"ns"}},"spec":{{"spec":{{}}}}}}"#
+            ),
+            // A copy of a node (and, further on, of a pod) read hundreds of items before.
+            _ if i > 600 && i.is_multiple_of(2) => format!(
+                r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n-{}","labels":{{"copy":"yes"}}}}}}"#,
+                (i - 600) / 11 * 11
+            ),
+            _ if i > 600 => format!(
+                r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p-{}","namespace":"ns{}"}},"spec":{{"containers":[]}}}}"#,
+                (i - 600) / 11 * 11 + 1,
+                ((i - 600) / 11 * 11 + 1) % 4
+            ),
+            _ => format!(
+                r#"{{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{{"name":"dc-{i}"}},"spec":{{}}}}"#
+            ),
+        }
+    };
+    let items: Vec<String> = (0..items).map(item).collect();
+    format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+        items.join(",")
+    )
+}
+
+fn load_on(threads: usize, text: &str) -> (Result<(), LoadError>, Loaded) {
+    let mut loader = Loader::new();
+    loader
+        .trim_unread()
+        .keep_kind("dra-autoscaler.io", "NodeGroup")
+        .type_on_threads(threads);
+    let result = loader.add_json("list.json", text);
+    (result, loader.finish())
+}
+
+/// Typed on two or three threads, a list loads as on one: the same objects of every
+/// kind in the same order, the same duplicates and skipped kinds, and, for a list with
+/// an invalid item, the same error (the first in the list's order).
+#[test]
+fn a_list_typed_on_several_threads_loads_as_on_one() {
+    let text = mixed_list(3_000, None);
+    let (result, one) = load_on(1, &text);
+    result.unwrap();
+    // Every path was taken, by many items.
+    let objects = &one.objects;
+    // 273 of each residue mod 11 among 3,000; the copies (residue 10 past item 600) are
+    // dropped.
+    assert_eq!((objects.nodes.len(), objects.pods.len()), (273, 3 * 273));
+    assert!(objects.pod_workload_refs.len() > 200);
+    assert!(objects.resource_claim_templates.len() > 200 && objects.extra.len() > 200);
+    assert!(one.duplicates.len() > 100, "{}", one.duplicates.len());
+    assert_eq!(one.skipped.get("apps/v1 Deployment"), Some(&273));
+    for threads in [2, 3] {
+        let (result, many) = load_on(threads, &text);
+        result.unwrap();
+        let (a, b) = (&one.objects, &many.objects);
+        assert_eq!(a.nodes, b.nodes, "{threads} threads");
+        assert_eq!(a.pods, b.pods, "{threads} threads");
+        assert_eq!(a.namespaces, b.namespaces);
+        assert_eq!(a.device_classes, b.device_classes);
+        assert_eq!(a.resource_slices, b.resource_slices);
+        assert_eq!(a.resource_claims, b.resource_claims);
+        assert_eq!(a.resource_claim_templates, b.resource_claim_templates);
+        assert_eq!(a.extra, b.extra);
+        assert_eq!(a.pod_workload_refs, b.pod_workload_refs);
+        assert_eq!(one.duplicates, many.duplicates);
+        assert_eq!(one.skipped, many.skipped);
+    }
+    // The first copy of a duplicate is the one kept.
+    assert!(objects.nodes.iter().all(|n| {
+        n.metadata
+            .labels
+            .as_ref()
+            .is_none_or(|l| !l.contains_key("copy"))
+    }));
+}
+
+#[test]
+fn a_list_typed_on_several_threads_stops_at_the_same_invalid_item() {
+    let text = mixed_list(3_000, Some(2_222));
+    let (expected, _) = load_on(1, &text);
+    let expected = expected.unwrap_err();
+    assert_eq!(expected.origin.item, Some(2_222));
+    assert_eq!(expected.field.as_deref(), Some("spec.unschedulable"));
+    for threads in [2, 3] {
+        let (actual, _) = load_on(threads, &text);
+        assert_eq!(actual.unwrap_err(), expected, "{threads} threads");
+    }
+}

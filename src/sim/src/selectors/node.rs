@@ -140,8 +140,20 @@ impl ParsedNodeSelector {
     /// (`NodeSelector.Match`; errors are ignored).
     #[must_use]
     pub fn matches(&self, node: &Node) -> bool {
-        let name = node.metadata.name.as_deref().unwrap_or("");
-        let labels = node.metadata.labels.as_ref();
+        self.matches_name_and_labels(
+            node.metadata.name.as_deref().unwrap_or(""),
+            node.metadata.labels.as_ref(),
+        )
+    }
+
+    /// [`Self::matches`] of a node named `name` with `labels`: all a term reads of a
+    /// node (its labels, and its name for `matchFields`).
+    #[must_use]
+    pub fn matches_name_and_labels(
+        &self,
+        name: &str,
+        labels: Option<&BTreeMap<String, String>>,
+    ) -> bool {
         self.terms
             .iter()
             .flatten()
