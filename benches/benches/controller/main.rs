@@ -404,6 +404,23 @@ async fn run(
         quantile(&burst_loops, 0.5).as_secs_f64(),
         quantile(&burst_loops, 1.0).as_secs_f64()
     );
+    // Where the loops of the burst spent their time (the controller's own step timings).
+    for l in loops.iter().filter(|l| l.at >= burst_start) {
+        if let Some(phases) = l.phases {
+            let steps: Vec<String> = measure::PHASES
+                .iter()
+                .zip(phases)
+                .filter(|(_, ms)| *ms > 0)
+                .map(|(name, ms)| format!("{} {ms}", name.trim_end_matches("_ms")))
+                .collect();
+            println!(
+                "  loop {:.3} s, {} pending: {} (ms)",
+                l.took.as_secs_f64(),
+                l.planned_for,
+                steps.join(", ")
+            );
+        }
+    }
     println!(
         "controller: peak RSS {} MiB (target <= 2048), CPU {:.1} s in {:.1} s wall; the stand-in's RSS {} MiB",
         mib(peak.peak_kib),

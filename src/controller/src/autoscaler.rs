@@ -47,11 +47,13 @@ use crate::validity;
 
 mod answer;
 mod give_back;
+mod phases;
 mod reconcile;
 mod summary;
 mod together;
 mod upkeep;
 
+pub use phases::{Phases, millis};
 pub use summary::LoopSummary;
 
 /// Settings of the loop.
@@ -201,6 +203,7 @@ impl Autoscaler {
             self.view().give_back(objects.nodes, objects.pods);
             return;
         };
+        let mut clock = phases::Clock::start();
         let (hand_back, handed_back) = tokio::sync::oneshot::channel();
         let state = LoopState {
             objects,
@@ -213,7 +216,10 @@ impl Autoscaler {
             scaled_up_now: !summary.scaled_up.is_empty(),
             now,
         };
-        summary.scale_down = Some(scale_down.run(state, self.config.gates, &self.status).await);
+        let ran = scale_down.run(state, self.config.gates, &self.status).await;
+        summary.phases.scale_down_analysis = ran.analysis;
+        summary.phases.scale_down_writes = clock.lap().saturating_sub(ran.analysis);
+        summary.scale_down = Some(ran);
         if let Ok((nodes, pods)) = handed_back.await {
             self.view().give_back(nodes, pods);
         }
@@ -242,6 +248,7 @@ impl Autoscaler {
     #[tracing::instrument(name = "loop", skip_all, fields(at = %now))]
     pub async fn run_once(&self, inputs: &Inputs, now: Timestamp) -> LoopSummary {
         let started = Instant::now();
+        let mut clock = phases::Clock::start();
         let mut summary = LoopSummary::default();
         if !self.is_leader() {
             // A cluster-autoscaler that loses its lease exits; its successor
@@ -272,6 +279,7 @@ impl Autoscaler {
             })
             .cloned()
             .collect();
+        summary.phases.reconcile = clock.lap();
         let built = self.view().update(
             inputs,
             &membership,
@@ -285,6 +293,7 @@ impl Autoscaler {
                 max_node_provision_time: self.config.max_node_provision_time,
             },
         );
+        summary.phases.view = clock.lap();
         summary.planned_for = built.planned_for.len();
         self.metrics
             .unschedulable_pods
@@ -315,6 +324,7 @@ impl Autoscaler {
         // The planner hands the nodes and pods back for the scale-down analysis: one
         // copy of the cluster per loop, not two.
         let planned = self.plan(built.objects, now).await;
+        summary.phases.plan = clock.lap();
         let Some((report, scale_down_objects)) = planned else {
             self.metrics.loop_errors.inc();
             self.finish(started, now);
@@ -350,6 +360,7 @@ impl Autoscaler {
         if !summary.scaled_up.is_empty() {
             self.refresh_reserved_left(&mut groups, now).await;
         }
+        summary.phases.scale_ups = clock.lap();
 
         let refs = Refs::new(inputs.pods.iter().map(AsRef::as_ref), &inputs.gang_objects);
         for notice in notices::for_plan(&report, &outcomes, &held_back, &refs) {
@@ -376,6 +387,7 @@ impl Autoscaler {
                 .iter()
                 .filter(|r| !unsettled.contains(&r.provisioning_request.to_string())),
         );
+        summary.phases.notices = clock.lap();
         self.after_plan(
             inputs,
             &membership,

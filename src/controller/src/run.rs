@@ -13,7 +13,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tokio::sync::watch;
 
 use crate::args::RunArgs;
-use crate::autoscaler::{Autoscaler, LoopConfig};
+use crate::autoscaler::{Autoscaler, LoopConfig, millis};
 use crate::backoff::BackoffPolicy;
 use crate::events::EventSink;
 use crate::executor::ScaleExecutor;
@@ -382,12 +382,20 @@ pub async fn run_with_clients(
         // Per loop, for the controller benchmark and for operators timing loops without
         // a metrics scraper (the histogram has the same figure in buckets).
         let copies = autoscaler.view_counts();
+        let phases = summary.phases;
         tracing::debug!(
             seconds = loop_started.elapsed().as_secs_f64(),
             planned_for = summary.planned_for,
             copied = copies.copied,
             dropped = copies.dropped,
             rebuilds = copies.rebuilds,
+            reconcile_ms = millis(phases.reconcile),
+            view_ms = millis(phases.view),
+            plan_ms = millis(phases.plan),
+            scale_ups_ms = millis(phases.scale_ups),
+            notices_ms = millis(phases.notices),
+            scale_down_analysis_ms = millis(phases.scale_down_analysis),
+            scale_down_writes_ms = millis(phases.scale_down_writes),
             "loop finished"
         );
         health.beat(Timestamp::now());
