@@ -368,7 +368,21 @@ async fn run(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    // Loops still running when the last machine was bought finish and are counted.
+    // The loop that bought the last machine finishes and is counted (its step timings are
+    // in its `loop finished` line), within 30 s; then two seconds more, as before.
+    let last_bought = measure::scale_ups(&provider_log)
+        .iter()
+        .map(|b| b.at)
+        .max()
+        .unwrap_or(burst_start);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline
+        && !measure::loops(&dir.join("controller.log"))
+            .iter()
+            .any(|l| l.at >= last_bought)
+    {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let _ = stop_sampling.send(true);
     let peak = sampler.await.unwrap_or_default();

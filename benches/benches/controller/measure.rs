@@ -63,7 +63,7 @@ pub fn scale_ups(provider_log: &Path) -> Vec<Bought> {
 
 /// The steps of a loop its `loop finished` line times, in milliseconds (absent in the
 /// lines of a controller built before they were added).
-pub const PHASES: [&str; 7] = [
+pub const PHASES: [&str; 9] = [
     "reconcile_ms",
     "view_ms",
     "plan_ms",
@@ -71,6 +71,8 @@ pub const PHASES: [&str; 7] = [
     "notices_ms",
     "scale_down_analysis_ms",
     "scale_down_writes_ms",
+    "hand_back_ms",
+    "read_stores_ms",
 ];
 
 /// One finished loop of the controller (its `loop finished` debug line).
@@ -83,7 +85,7 @@ pub struct Loop {
     /// Pending pods it planned for.
     pub planned_for: u64,
     /// Milliseconds per step, in the order of [`PHASES`].
-    pub phases: Option<[u64; 7]>,
+    pub phases: Option<[u64; 9]>,
 }
 
 /// The controller's loops, in log order.
@@ -105,8 +107,8 @@ pub fn loops(controller_log: &Path) -> Vec<Loop> {
         .collect()
 }
 
-fn phases(fields: &Value) -> Option<[u64; 7]> {
-    let mut out = [0; 7];
+fn phases(fields: &Value) -> Option<[u64; 9]> {
+    let mut out = [0; 9];
     for (slot, name) in out.iter_mut().zip(PHASES) {
         *slot = fields.get(name)?.as_u64()?;
     }

@@ -46,6 +46,7 @@ use crate::status::{StatusWrite, StatusWriter};
 use crate::validity;
 
 mod answer;
+mod cadence;
 mod give_back;
 mod phases;
 mod reconcile;
@@ -53,6 +54,7 @@ mod summary;
 mod together;
 mod upkeep;
 
+pub use cadence::Trigger;
 pub use phases::{Phases, millis};
 pub use summary::LoopSummary;
 
@@ -96,6 +98,8 @@ pub struct Autoscaler {
     undeleted: std::sync::Mutex<BTreeMap<String, BTreeSet<String>>>,
     /// The planner's nodes and pods, kept from loop to loop.
     view: std::sync::Mutex<snapshot::View>,
+    /// When scale-down was last evaluated.
+    cadence: cadence::Cadence,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -155,6 +159,7 @@ impl Autoscaler {
             asked: std::sync::Mutex::default(),
             undeleted: std::sync::Mutex::default(),
             view: std::sync::Mutex::default(),
+            cadence: cadence::Cadence::default(),
         }
     }
 
@@ -185,11 +190,12 @@ impl Autoscaler {
         self.view().counts()
     }
 
-    /// Runs scale-down after the plan (`plan` is empty when nothing was pending), and
-    /// keeps the nodes and pods of `objects` for the next loop.
+    /// Runs scale-down after the plan (`plan` is empty when nothing was pending) when it is
+    /// on and `evaluate` says so, and keeps the nodes and pods of `objects` for the next loop.
     #[allow(clippy::too_many_arguments)]
     async fn after_plan(
         &self,
+        evaluate: bool,
         inputs: &Inputs,
         membership: &Membership,
         groups: &BTreeMap<String, NodeGroup>,
@@ -199,11 +205,16 @@ impl Autoscaler {
         now: Timestamp,
         summary: &mut LoopSummary,
     ) {
-        let Some(scale_down) = self.scale_down.as_ref().filter(|_| self.is_leader()) else {
+        let mut clock = phases::Clock::start();
+        let Some(scale_down) = self
+            .scale_down
+            .as_ref()
+            .filter(|_| evaluate && self.is_leader())
+        else {
             self.view().give_back(objects.nodes, objects.pods);
+            summary.phases.hand_back = clock.lap();
             return;
         };
-        let mut clock = phases::Clock::start();
         let (hand_back, handed_back) = tokio::sync::oneshot::channel();
         let state = LoopState {
             objects,
@@ -223,6 +234,7 @@ impl Autoscaler {
         if let Ok((nodes, pods)) = handed_back.await {
             self.view().give_back(nodes, pods);
         }
+        summary.phases.hand_back = clock.lap();
     }
 
     fn is_leader(&self) -> bool {
@@ -244,9 +256,20 @@ impl Autoscaler {
         }
     }
 
-    /// Runs one loop over `inputs` at `now`.
-    #[tracing::instrument(name = "loop", skip_all, fields(at = %now))]
+    /// Runs one loop over `inputs` at `now`, every step of it.
     pub async fn run_once(&self, inputs: &Inputs, now: Timestamp) -> LoopSummary {
+        self.run_once_for(inputs, now, Trigger::Timer).await
+    }
+
+    /// Runs one loop over `inputs` at `now`, started by `trigger`: a loop a pending pod
+    /// started evaluates scale-down only when it is due ([`Trigger`]).
+    #[tracing::instrument(name = "loop", skip_all, fields(at = %now, ?trigger))]
+    pub async fn run_once_for(
+        &self,
+        inputs: &Inputs,
+        now: Timestamp,
+        trigger: Trigger,
+    ) -> LoopSummary {
         let started = Instant::now();
         let mut clock = phases::Clock::start();
         let mut summary = LoopSummary::default();
@@ -259,6 +282,7 @@ impl Autoscaler {
             return summary;
         }
 
+        let scale_down_due = self.scale_down.is_some() && self.cadence.scale_down_due(trigger, now);
         let (membership, view) = self.membership(inputs, now).await;
         // Groups their provider does not serve are left out like invalid ones.
         let mut unusable = inputs.unusable_node_groups.clone();
@@ -307,6 +331,7 @@ impl Autoscaler {
             self.metrics.set_unschedulable_gangs(&PlanReport::default());
             self.metrics.waiting_gangs.set(0);
             self.after_plan(
+                scale_down_due,
                 inputs,
                 &membership,
                 &groups,
@@ -363,9 +388,8 @@ impl Autoscaler {
         summary.phases.scale_ups = clock.lap();
 
         let refs = Refs::new(inputs.pods.iter().map(AsRef::as_ref), &inputs.gang_objects);
-        for notice in notices::for_plan(&report, &outcomes, &held_back, &refs) {
-            self.events.publish(&notice, now).await;
-        }
+        let for_plan = notices::for_plan(&report, &outcomes, &held_back, &refs);
+        self.events.publish_all(&for_plan, now).await;
         self.log_waiting_gangs(&report, &held_back, now);
         summary.stand_ins = self
             .stand_ins
@@ -389,6 +413,7 @@ impl Autoscaler {
         );
         summary.phases.notices = clock.lap();
         self.after_plan(
+            scale_down_due,
             inputs,
             &membership,
             &groups,

@@ -23,6 +23,8 @@ pub struct Phases {
     /// The rest of scale-down: unneeded nodes written to the groups' status, Events on
     /// kept nodes, taints, removals started.
     pub scale_down_writes: Duration,
+    /// The planner's nodes and pods taken back into the view for the next loop.
+    pub hand_back: Duration,
 }
 
 /// Measures the steps of a loop one after another: each call to [`Clock::lap`] returns the
