@@ -300,9 +300,9 @@ impl EventSink {
     /// took seconds at 1,000 pods (issue #28) while gangs arriving meanwhile waited for the
     /// loop to end. The notices of one object go out in their order, one after the other,
     /// so its aggregation decides as it would one by one. Returns how many were written.
-    pub async fn publish_all(&self, notices: &[Notice], now: Timestamp) -> usize {
+    pub async fn publish_all(&self, notices: Vec<Notice>, now: Timestamp) -> usize {
         use futures::StreamExt;
-        let mut by_object: Vec<Vec<&Notice>> = Vec::new();
+        let mut by_object: Vec<Vec<Notice>> = Vec::new();
         let mut slot: HashMap<String, usize> = HashMap::new();
         for notice in notices {
             let i = *slot
@@ -313,16 +313,17 @@ impl EventSink {
                 });
             by_object[i].push(notice);
         }
-        futures::stream::iter(by_object.into_iter().map(|of_one| async move {
-            let mut written = 0;
-            for notice in of_one {
-                written += usize::from(self.publish(notice, now).await);
-            }
-            written
-        }))
-        .buffer_unordered(PUBLISHING_AT_ONCE)
-        .fold(0, |total, written| async move { total + written })
-        .await
+        futures::stream::iter(by_object)
+            .map(|of_one| async move {
+                let mut written = 0;
+                for notice in &of_one {
+                    written += usize::from(self.publish(notice, now).await);
+                }
+                written
+            })
+            .buffer_unordered(PUBLISHING_AT_ONCE)
+            .fold(0, |total, written| async move { total + written })
+            .await
     }
 
     /// Publishes `notice` as the one standing Event of its reason on its object: the Events
