@@ -14,7 +14,7 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use tokio::task::JoinHandle;
 
-use crate::events::{EventSink, Notice};
+use crate::events::{EventSink, Notice, PUBLISHING_AT_ONCE, PUBLISHING_IN_BACKGROUND};
 
 /// The writing of a previous loop's plan Events, while it runs.
 #[derive(Debug, Default)]
@@ -39,12 +39,13 @@ impl PlanEvents {
             tracing::warn!(%error, "writing a plan's Events failed");
         }
         if wait {
-            sink.publish_all(notices, now).await;
+            sink.publish_all(notices, now, PUBLISHING_AT_ONCE).await;
             return;
         }
         let sink = sink.clone();
         *in_flight = Some(tokio::spawn(async move {
-            sink.publish_all(notices, now).await;
+            sink.publish_all(notices, now, PUBLISHING_IN_BACKGROUND)
+                .await;
         }));
     }
 }
