@@ -49,7 +49,6 @@ mod answer;
 mod cadence;
 mod give_back;
 mod phases;
-mod plan_events;
 mod reconcile;
 mod summary;
 mod together;
@@ -84,7 +83,7 @@ pub struct Autoscaler {
     /// Groups with per-group metric series, to remove those of groups that go.
     with_series: std::sync::Mutex<BTreeSet<String>>,
     executor: Arc<dyn ScaleExecutor>,
-    events: Arc<EventSink>,
+    events: EventSink,
     metrics: Arc<Metrics>,
     config: LoopConfig,
     leading: Option<watch::Receiver<bool>>,
@@ -101,8 +100,6 @@ pub struct Autoscaler {
     view: std::sync::Mutex<snapshot::View>,
     /// When scale-down was last evaluated.
     cadence: cadence::Cadence,
-    /// The plan Events a pod-triggered loop left writing.
-    plan_events: plan_events::PlanEvents,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -154,7 +151,7 @@ impl Autoscaler {
             validity: validity::Reported::default(),
             with_series: std::sync::Mutex::default(),
             executor,
-            events: Arc::new(events),
+            events,
             metrics,
             config,
             leading,
@@ -163,7 +160,6 @@ impl Autoscaler {
             undeleted: std::sync::Mutex::default(),
             view: std::sync::Mutex::default(),
             cadence: cadence::Cadence::default(),
-            plan_events: plan_events::PlanEvents::default(),
         }
     }
 
@@ -393,9 +389,8 @@ impl Autoscaler {
 
         let refs = Refs::new(inputs.pods.iter().map(AsRef::as_ref), &inputs.gang_objects);
         let for_plan = notices::for_plan(&report, &outcomes, &held_back, &refs);
-        let wait = !matches!(trigger, Trigger::PendingPod { .. });
-        self.plan_events
-            .write(&self.events, for_plan, now, wait)
+        self.events
+            .publish_all(for_plan, now, crate::events::PUBLISHING_AT_ONCE)
             .await;
         self.log_waiting_gangs(&report, &held_back, now);
         summary.stand_ins = self
