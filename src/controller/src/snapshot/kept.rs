@@ -214,6 +214,9 @@ impl<K> Kept<K> {
 
 #[cfg(test)]
 mod tests {
+    // The key functions take `&K`, and `K` is `String` here.
+    #![allow(clippy::ptr_arg)]
+
     use super::*;
 
     fn key(item: &String) -> String {
