@@ -368,7 +368,21 @@ async fn run(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    // Loops still running when the last machine was bought finish and are counted.
+    // The loop that bought the last machine finishes and is counted (its step timings are
+    // in its `loop finished` line), within 30 s; then two seconds more, as before.
+    let last_bought = measure::scale_ups(&provider_log)
+        .iter()
+        .map(|b| b.at)
+        .max()
+        .unwrap_or(burst_start);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline
+        && !measure::loops(&dir.join("controller.log"))
+            .iter()
+            .any(|l| l.at >= last_bought)
+    {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let _ = stop_sampling.send(true);
     let peak = sampler.await.unwrap_or_default();
@@ -404,6 +418,23 @@ async fn run(
         quantile(&burst_loops, 0.5).as_secs_f64(),
         quantile(&burst_loops, 1.0).as_secs_f64()
     );
+    // Where the loops of the burst spent their time (the controller's own step timings).
+    for l in loops.iter().filter(|l| l.at >= burst_start) {
+        if let Some(phases) = l.phases {
+            let steps: Vec<String> = measure::PHASES
+                .iter()
+                .zip(phases)
+                .filter(|(_, ms)| *ms > 0)
+                .map(|(name, ms)| format!("{} {ms}", name.trim_end_matches("_ms")))
+                .collect();
+            println!(
+                "  loop {:.3} s, {} pending: {} (ms)",
+                l.took.as_secs_f64(),
+                l.planned_for,
+                steps.join(", ")
+            );
+        }
+    }
     println!(
         "controller: peak RSS {} MiB (target <= 2048), CPU {:.1} s in {:.1} s wall; the stand-in's RSS {} MiB",
         mib(peak.peak_kib),

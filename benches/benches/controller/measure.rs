@@ -61,6 +61,20 @@ pub fn scale_ups(provider_log: &Path) -> Vec<Bought> {
         .collect()
 }
 
+/// The steps of a loop its `loop finished` line times, in milliseconds (absent in the
+/// lines of a controller built before they were added).
+pub const PHASES: [&str; 9] = [
+    "reconcile_ms",
+    "view_ms",
+    "plan_ms",
+    "scale_ups_ms",
+    "notices_ms",
+    "scale_down_analysis_ms",
+    "scale_down_writes_ms",
+    "hand_back_ms",
+    "read_stores_ms",
+];
+
 /// One finished loop of the controller (its `loop finished` debug line).
 #[derive(Debug, Clone, Copy)]
 pub struct Loop {
@@ -70,6 +84,8 @@ pub struct Loop {
     pub took: Duration,
     /// Pending pods it planned for.
     pub planned_for: u64,
+    /// Milliseconds per step, in the order of [`PHASES`].
+    pub phases: Option<[u64; 9]>,
 }
 
 /// The controller's loops, in log order.
@@ -85,9 +101,18 @@ pub fn loops(controller_log: &Path) -> Vec<Loop> {
                 at: timestamp(line)?,
                 took: Duration::from_secs_f64(fields.get("seconds")?.as_f64()?),
                 planned_for: fields.get("planned_for")?.as_u64()?,
+                phases: phases(fields),
             })
         })
         .collect()
+}
+
+fn phases(fields: &Value) -> Option<[u64; 9]> {
+    let mut out = [0; 9];
+    for (slot, name) in out.iter_mut().zip(PHASES) {
+        *slot = fields.get(name)?.as_u64()?;
+    }
+    Some(out)
 }
 
 /// The time each gang (in the order they became complete; one machine each) waited for the

@@ -46,12 +46,16 @@ use crate::status::{StatusWrite, StatusWriter};
 use crate::validity;
 
 mod answer;
+mod cadence;
 mod give_back;
+mod phases;
 mod reconcile;
 mod summary;
 mod together;
 mod upkeep;
 
+pub use cadence::Trigger;
+pub use phases::{Phases, millis};
 pub use summary::LoopSummary;
 
 /// Settings of the loop.
@@ -94,6 +98,8 @@ pub struct Autoscaler {
     undeleted: std::sync::Mutex<BTreeMap<String, BTreeSet<String>>>,
     /// The planner's nodes and pods, kept from loop to loop.
     view: std::sync::Mutex<snapshot::View>,
+    /// When scale-down was last evaluated.
+    cadence: cadence::Cadence,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -153,6 +159,7 @@ impl Autoscaler {
             asked: std::sync::Mutex::default(),
             undeleted: std::sync::Mutex::default(),
             view: std::sync::Mutex::default(),
+            cadence: cadence::Cadence::default(),
         }
     }
 
@@ -183,11 +190,12 @@ impl Autoscaler {
         self.view().counts()
     }
 
-    /// Runs scale-down after the plan (`plan` is empty when nothing was pending), and
-    /// keeps the nodes and pods of `objects` for the next loop.
+    /// Runs scale-down after the plan (`plan` is empty when nothing was pending) when it is
+    /// on and `evaluate` says so, and keeps the nodes and pods of `objects` for the next loop.
     #[allow(clippy::too_many_arguments)]
     async fn after_plan(
         &self,
+        evaluate: bool,
         inputs: &Inputs,
         membership: &Membership,
         groups: &BTreeMap<String, NodeGroup>,
@@ -197,8 +205,14 @@ impl Autoscaler {
         now: Timestamp,
         summary: &mut LoopSummary,
     ) {
-        let Some(scale_down) = self.scale_down.as_ref().filter(|_| self.is_leader()) else {
+        let mut clock = phases::Clock::start();
+        let Some(scale_down) = self
+            .scale_down
+            .as_ref()
+            .filter(|_| evaluate && self.is_leader())
+        else {
             self.view().give_back(objects.nodes, objects.pods);
+            summary.phases.hand_back = clock.lap();
             return;
         };
         let (hand_back, handed_back) = tokio::sync::oneshot::channel();
@@ -213,10 +227,14 @@ impl Autoscaler {
             scaled_up_now: !summary.scaled_up.is_empty(),
             now,
         };
-        summary.scale_down = Some(scale_down.run(state, self.config.gates, &self.status).await);
+        let ran = scale_down.run(state, self.config.gates, &self.status).await;
+        summary.phases.scale_down_analysis = ran.analysis;
+        summary.phases.scale_down_writes = clock.lap().saturating_sub(ran.analysis);
+        summary.scale_down = Some(ran);
         if let Ok((nodes, pods)) = handed_back.await {
             self.view().give_back(nodes, pods);
         }
+        summary.phases.hand_back = clock.lap();
     }
 
     fn is_leader(&self) -> bool {
@@ -238,10 +256,22 @@ impl Autoscaler {
         }
     }
 
-    /// Runs one loop over `inputs` at `now`.
-    #[tracing::instrument(name = "loop", skip_all, fields(at = %now))]
+    /// Runs one loop over `inputs` at `now`, every step of it.
     pub async fn run_once(&self, inputs: &Inputs, now: Timestamp) -> LoopSummary {
+        self.run_once_for(inputs, now, Trigger::Timer).await
+    }
+
+    /// Runs one loop over `inputs` at `now`, started by `trigger`: a loop a pending pod
+    /// started evaluates scale-down only when it is due ([`Trigger`]).
+    #[tracing::instrument(name = "loop", skip_all, fields(at = %now, ?trigger))]
+    pub async fn run_once_for(
+        &self,
+        inputs: &Inputs,
+        now: Timestamp,
+        trigger: Trigger,
+    ) -> LoopSummary {
         let started = Instant::now();
+        let mut clock = phases::Clock::start();
         let mut summary = LoopSummary::default();
         if !self.is_leader() {
             // A cluster-autoscaler that loses its lease exits; its successor
@@ -252,6 +282,7 @@ impl Autoscaler {
             return summary;
         }
 
+        let scale_down_due = self.scale_down.is_some() && self.cadence.scale_down_due(trigger, now);
         let (membership, view) = self.membership(inputs, now).await;
         // Groups their provider does not serve are left out like invalid ones.
         let mut unusable = inputs.unusable_node_groups.clone();
@@ -272,6 +303,7 @@ impl Autoscaler {
             })
             .cloned()
             .collect();
+        summary.phases.reconcile = clock.lap();
         let built = self.view().update(
             inputs,
             &membership,
@@ -285,6 +317,7 @@ impl Autoscaler {
                 max_node_provision_time: self.config.max_node_provision_time,
             },
         );
+        summary.phases.view = clock.lap();
         summary.planned_for = built.planned_for.len();
         self.metrics
             .unschedulable_pods
@@ -298,6 +331,7 @@ impl Autoscaler {
             self.metrics.set_unschedulable_gangs(&PlanReport::default());
             self.metrics.waiting_gangs.set(0);
             self.after_plan(
+                scale_down_due,
                 inputs,
                 &membership,
                 &groups,
@@ -315,6 +349,7 @@ impl Autoscaler {
         // The planner hands the nodes and pods back for the scale-down analysis: one
         // copy of the cluster per loop, not two.
         let planned = self.plan(built.objects, now).await;
+        summary.phases.plan = clock.lap();
         let Some((report, scale_down_objects)) = planned else {
             self.metrics.loop_errors.inc();
             self.finish(started, now);
@@ -350,11 +385,13 @@ impl Autoscaler {
         if !summary.scaled_up.is_empty() {
             self.refresh_reserved_left(&mut groups, now).await;
         }
+        summary.phases.scale_ups = clock.lap();
 
         let refs = Refs::new(inputs.pods.iter().map(AsRef::as_ref), &inputs.gang_objects);
-        for notice in notices::for_plan(&report, &outcomes, &held_back, &refs) {
-            self.events.publish(&notice, now).await;
-        }
+        let for_plan = notices::for_plan(&report, &outcomes, &held_back, &refs);
+        self.events
+            .publish_all(for_plan, now, crate::events::PUBLISHING_AT_ONCE)
+            .await;
         self.log_waiting_gangs(&report, &held_back, now);
         summary.stand_ins = self
             .stand_ins
@@ -376,7 +413,9 @@ impl Autoscaler {
                 .iter()
                 .filter(|r| !unsettled.contains(&r.provisioning_request.to_string())),
         );
+        summary.phases.notices = clock.lap();
         self.after_plan(
+            scale_down_due,
             inputs,
             &membership,
             &groups,

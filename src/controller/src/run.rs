@@ -13,7 +13,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tokio::sync::watch;
 
 use crate::args::RunArgs;
-use crate::autoscaler::{Autoscaler, LoopConfig};
+use crate::autoscaler::{Autoscaler, LoopConfig, Trigger, millis};
 use crate::backoff::BackoffPolicy;
 use crate::events::EventSink;
 use crate::executor::ScaleExecutor;
@@ -378,16 +378,40 @@ pub async fn run_with_clients(
             continue;
         }
         let loop_started = std::time::Instant::now();
-        let summary = autoscaler.run_once(&stores.inputs(), now).await;
+        let inputs = stores.inputs();
+        let read_stores = loop_started.elapsed();
+        // A loop a pending pod started evaluates scale-down at most once per scan interval
+        // (`autoscaler::Trigger`): the gangs arriving meanwhile do not wait for it.
+        let trigger = if triggered {
+            Trigger::PendingPod {
+                every: args.scan_interval,
+            }
+        } else {
+            Trigger::Timer
+        };
+        let summary = autoscaler.run_once_for(&inputs, now, trigger).await;
+        drop(inputs);
         // Per loop, for the controller benchmark and for operators timing loops without
         // a metrics scraper (the histogram has the same figure in buckets).
         let copies = autoscaler.view_counts();
+        let phases = summary.phases;
         tracing::debug!(
             seconds = loop_started.elapsed().as_secs_f64(),
             planned_for = summary.planned_for,
             copied = copies.copied,
             dropped = copies.dropped,
             rebuilds = copies.rebuilds,
+            triggered,
+            scale_down_evaluated = summary.scale_down.is_some(),
+            reconcile_ms = millis(phases.reconcile),
+            view_ms = millis(phases.view),
+            plan_ms = millis(phases.plan),
+            scale_ups_ms = millis(phases.scale_ups),
+            notices_ms = millis(phases.notices),
+            scale_down_analysis_ms = millis(phases.scale_down_analysis),
+            scale_down_writes_ms = millis(phases.scale_down_writes),
+            hand_back_ms = millis(phases.hand_back),
+            read_stores_ms = millis(read_stores),
             "loop finished"
         );
         health.beat(Timestamp::now());

@@ -97,3 +97,44 @@ async fn a_new_message_is_a_new_event_and_a_late_repeat_extends_the_series() {
         .expect("the second event");
     assert!(second.series.is_none());
 }
+
+/// A notice about NodeGroup `group`.
+fn about(group: &str, note: &str) -> Notice {
+    let mut n = notice(note);
+    n.regarding.name = Some(group.into());
+    n.regarding.uid = Some(format!("uid-{group}"));
+    n
+}
+
+#[tokio::test]
+async fn a_burst_of_notices_is_written_at_once_and_aggregated_as_one_by_one() {
+    let server = cluster().await;
+    let client = server.client();
+    let sink = EventSink::new(
+        client.clone(),
+        "dra-autoscaler",
+        "test",
+        SignedDuration::from_mins(10),
+    );
+    let t0 = Timestamp::from_second(Timestamp::now().as_second()).expect("whole seconds");
+    // Forty objects, more than are written at once, and one object told the same twice
+    // and then something new: the repeat is suppressed, as when published one by one.
+    let mut notices: Vec<Notice> = (0..40)
+        .map(|i| about(&format!("g{i:02}"), "waiting"))
+        .collect();
+    notices.push(about("g00", "waiting"));
+    notices.push(about("g00", "changed"));
+    assert_eq!(
+        sink.publish_all(notices, t0, dra_controller::events::PUBLISHING_AT_ONCE)
+            .await,
+        41
+    );
+    let written = events(&client, BACK_OFF).await;
+    assert_eq!(written.len(), 41, "{written:?}");
+    let of_g00: Vec<&str> = written
+        .iter()
+        .filter(|e| e.1 == "g00")
+        .map(|e| e.3.as_str())
+        .collect();
+    assert_eq!(of_g00, ["changed", "waiting"]);
+}

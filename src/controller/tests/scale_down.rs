@@ -639,3 +639,53 @@ async fn a_not_removable_event_goes_with_its_cause() {
         "the Event whose cause is gone is gone too"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_a_pending_pod_starts_evaluates_scale_down_once_per_scan_interval() {
+    use dra_controller::autoscaler::Trigger;
+    let server = cluster().await;
+    let kube = server.client();
+    let cloud = cloud(&kube).await;
+    let (first, second) = two_nodes(&kube, &cloud).await;
+    running_pod(&kube, "web-0", &first, "1", serde_json::json!({})).await;
+    running_pod(&kube, "batch-0", &second, "3", serde_json::json!({})).await;
+    let controller = controller(&server, &cloud, SignedDuration::from_secs(20)).await;
+    wait_for_stores(&controller, 2).await;
+    let secs = SignedDuration::from_secs;
+    let pod = Trigger::PendingPod { every: secs(10) };
+    let run = |at: Timestamp, trigger: Trigger| {
+        let inputs = controller.watches.stores.inputs();
+        let autoscaler = &controller.autoscaler;
+        async move { autoscaler.run_once_for(&inputs, at, trigger).await }
+    };
+
+    let t0 = Timestamp::now();
+    assert!(
+        run(t0, pod).await.scale_down.is_some(),
+        "never evaluated before"
+    );
+    let unneeded = node_group(&kube, "cpu").await.status.expect("status");
+    assert_eq!(unneeded.unneeded_nodes.len(), 1);
+    assert!(
+        run(t0 + secs(3), pod).await.scale_down.is_none(),
+        "within a scan interval"
+    );
+    assert_eq!(
+        node_group(&kube, "cpu")
+            .await
+            .status
+            .expect("status")
+            .unneeded_nodes,
+        unneeded.unneeded_nodes,
+        "left as the last analysis wrote them"
+    );
+    assert!(
+        run(t0 + secs(4), Trigger::Timer).await.scale_down.is_some(),
+        "a timer loop always evaluates"
+    );
+    assert!(run(t0 + secs(13), pod).await.scale_down.is_none());
+    assert!(
+        run(t0 + secs(14), pod).await.scale_down.is_some(),
+        "a scan interval after the timer loop's"
+    );
+}

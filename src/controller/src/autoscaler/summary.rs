@@ -37,6 +37,8 @@ pub struct LoopSummary {
     /// A scale-up never reached its provider: the next loop should come soon
     /// (with jitter), not a whole scan interval later.
     pub retry_soon: bool,
+    /// How long each step of the loop took.
+    pub phases: super::Phases,
 }
 
 impl LoopSummary {

@@ -74,6 +74,8 @@ pub struct ScaleDownSummary {
     pub reverted: Vec<String>,
     /// Why nothing was removed although nodes could go (`scale-up cooldown until …`).
     pub held: Option<String>,
+    /// How long the analysis took (its snapshot's indexing included).
+    pub analysis: Duration,
 }
 
 /// Removals this process is running, and machines it deleted recently (their Node objects
@@ -294,12 +296,14 @@ impl ScaleDowns {
         };
         let plan = state.plan.clone();
         let hand_back = state.hand_back;
+        let analysis_started = std::time::Instant::now();
         let report = match tokio::task::spawn_blocking(move || {
             analyse_handing_back(objects, gates, &plan, &options)
         })
         .await
         {
             Ok((report, nodes, pods)) => {
+                summary.analysis = analysis_started.elapsed();
                 if let Some(hand_back) = hand_back {
                     let _ = hand_back.send((nodes, pods));
                 }

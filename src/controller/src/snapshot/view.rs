@@ -76,6 +76,18 @@ fn node_key(node: &Node) -> String {
     node.metadata.name.clone().unwrap_or_default()
 }
 
+/// Whether `pod`'s key is `key`, without making it.
+fn pod_is(pod: &Pod, key: &str) -> bool {
+    key.split_once('/').is_some_and(|(namespace, name)| {
+        pod.metadata.namespace.as_deref().unwrap_or_default() == namespace
+            && pod.metadata.name.as_deref().unwrap_or_default() == name
+    })
+}
+
+fn node_is(node: &Node, key: &str) -> bool {
+    node.metadata.name.as_deref().unwrap_or_default() == key
+}
+
 impl View {
     /// What the last update copied, and how often the view started over.
     #[must_use]
@@ -200,8 +212,10 @@ impl View {
         if !self.out {
             return;
         }
-        let nodes = self.nodes.take_back(nodes, node_key, &self.loop_nodes);
-        let pods = self.pods.take_back(pods, pod_key, &self.loop_pods);
+        let nodes = self
+            .nodes
+            .take_back(nodes, node_key, node_is, &self.loop_nodes);
+        let pods = self.pods.take_back(pods, pod_key, pod_is, &self.loop_pods);
         self.out = !(nodes && pods);
         if self.out {
             tracing::debug!(
