@@ -219,7 +219,7 @@ impl Config {
             group
                 .settings
                 .check()
-                .map_err(|err| invalid(field("minSize"), err.to_string()))?;
+                .map_err(|err| invalid(format!("nodeGroups[{i}]"), err.to_string()))?;
             if let Some(seconds) = group.run_duration_seconds
                 && !(600..=7 * 24 * 3600).contains(&seconds)
             {
@@ -328,7 +328,7 @@ mod tests {
         .expect_err("min above max");
         assert_eq!(
             err.to_string(),
-            "config file test.yaml: nodeGroups[0].minSize: minSize 5 is above maxSize 2"
+            "config file test.yaml: nodeGroups[0]: minSize 5 is above maxSize 2"
         );
     }
 }
