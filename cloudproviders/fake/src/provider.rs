@@ -290,9 +290,7 @@ impl FakeProvider {
                         .collect()
                 };
                 drop(provider);
-                if let Err(err) = kubelet.sync(&owned).await {
-                    tracing::warn!(%err, "kubelet pass failed; trying again");
-                }
+                kubelet.sync(&owned).await;
             }
         })
     }

@@ -93,6 +93,18 @@ fn with_unset_core_strings(mut event: Value) -> Value {
     event
 }
 
+/// The stored object as the resource with `conversion` serves it, borrowed when serving
+/// changes nothing: selectors are checked on this form, and most objects checked are not
+/// sent, so copying each one first (a whole Pod, for every watch and list) is waste.
+pub fn view(conversion: Conversion, stored: &Value) -> std::borrow::Cow<'_, Value> {
+    match conversion {
+        Conversion::None => std::borrow::Cow::Borrowed(stored),
+        Conversion::CoreEvent | Conversion::EventsV1 => {
+            std::borrow::Cow::Owned(to_view(conversion, stored.clone()))
+        }
+    }
+}
+
 /// The stored object as the resource with `conversion` serves it.
 pub fn to_view(conversion: Conversion, stored: Value) -> Value {
     match conversion {

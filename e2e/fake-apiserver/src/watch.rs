@@ -6,6 +6,7 @@
 //! goes away.
 
 use std::{
+    borrow::Cow,
     convert::Infallible,
     sync::{Arc, Mutex},
     time::Duration,
@@ -81,29 +82,51 @@ pub fn error_stream(err: &ApiError) -> impl Stream<Item = Result<Bytes, Infallib
 ///
 /// A filtered watch sees an object that starts matching as ADDED and one that stops
 /// matching as DELETED, as the real watch cache does.
-fn translate(req: &WatchRequest, change: &Change) -> Option<(&'static str, Value)> {
+fn translate<'a>(req: &WatchRequest, change: &'a Change) -> Option<(&'static str, Cow<'a, Value>)> {
     if let Some(ns) = &req.namespace
         && meta_str(&change.object, "namespace") != Some(ns.as_str())
     {
         return None;
     }
     // Selectors apply to the object as this resource serves it.
-    let object = convert::to_view(req.def.conversion, change.object.clone());
+    let object = convert::view(req.def.conversion, &change.object);
     let now = req.selectors.matches(&object);
-    match change.kind {
-        ChangeKind::Added | ChangeKind::Deleted => now.then(|| (change.kind.as_str(), object)),
+    let kind = match change.kind {
+        ChangeKind::Added | ChangeKind::Deleted => now.then(|| change.kind.as_str()),
         ChangeKind::Modified => {
-            let before = change.previous.as_ref().is_some_and(|p| {
-                req.selectors
-                    .matches(&convert::to_view(req.def.conversion, p.clone()))
-            });
+            let before = change
+                .previous
+                .as_ref()
+                .is_some_and(|p| req.selectors.matches(&convert::view(req.def.conversion, p)));
             match (before, now) {
-                (true, true) => Some(("MODIFIED", object)),
-                (false, true) => Some(("ADDED", object)),
-                (true, false) => Some(("DELETED", object)),
+                (true, true) => Some("MODIFIED"),
+                (false, true) => Some("ADDED"),
+                (true, false) => Some("DELETED"),
                 (false, false) => None,
             }
         }
+    }?;
+    Some((kind, object))
+}
+
+/// What a watch event carries: the object itself (borrowed: it is serialized at once), or
+/// its Table row (`headers` the first time) or metadata when the client asked for those.
+fn shape<'a>(req: &WatchRequest, headers: &mut bool, object: &'a Value) -> Cow<'a, Value> {
+    if let Some(include) = req.table {
+        let t = kubectl::table(
+            &req.def,
+            std::slice::from_ref(object),
+            None,
+            include,
+            *headers,
+            k8s_openapi::jiff::Timestamp::now(),
+        );
+        *headers = false;
+        Cow::Owned(t)
+    } else if req.metadata_only {
+        Cow::Owned(crate::object::partial_metadata(object))
+    } else {
+        Cow::Borrowed(object)
     }
 }
 
@@ -137,30 +160,16 @@ async fn run(
     tokio::pin!(deadline);
 
     let mut headers = true;
-    let mut shape = |object: &Value| {
-        if let Some(include) = req.table {
-            let t = kubectl::table(
-                &req.def,
-                std::slice::from_ref(object),
-                None,
-                include,
-                headers,
-                k8s_openapi::jiff::Timestamp::now(),
-            );
-            headers = false;
-            t
-        } else if req.metadata_only {
-            crate::object::partial_metadata(object)
-        } else {
-            object.clone()
-        }
-    };
     for object in initial
         .iter()
-        .map(|o| convert::to_view(req.def.conversion, o.clone()))
+        .map(|o| convert::view(req.def.conversion, o))
         .filter(|o| req.selectors.matches(o))
     {
-        if tx.send(line("ADDED", &shape(&object))).await.is_err() {
+        if tx
+            .send(line("ADDED", &shape(&req, &mut headers, &object)))
+            .await
+            .is_err()
+        {
             return;
         }
     }
@@ -169,7 +178,10 @@ async fn run(
     }
     for change in &backlog {
         if let Some((kind, object)) = translate(&req, change)
-            && tx.send(line(kind, &shape(&object))).await.is_err()
+            && tx
+                .send(line(kind, &shape(&req, &mut headers, &object)))
+                .await
+                .is_err()
         {
             return;
         }
@@ -197,7 +209,7 @@ async fn run(
                 Ok(change) if change.rv <= after => {}
                 Ok(change) => {
                     if let Some((kind, object)) = translate(&req, &change)
-                        && tx.send(line(kind, &shape(&object))).await.is_err()
+                        && tx.send(line(kind, &shape(&req, &mut headers, &object))).await.is_err()
                     {
                         return;
                     }

@@ -288,8 +288,9 @@ impl Store {
                 c.objects
                     .iter()
                     .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
-                    .map(|(_, obj)| convert::to_view(def.conversion, obj.clone()))
+                    .map(|(_, obj)| convert::view(def.conversion, obj))
                     .filter(|obj| selectors.matches(obj))
+                    .map(std::borrow::Cow::into_owned)
                     .collect()
             })
             .unwrap_or_default();
