@@ -223,8 +223,12 @@ impl LabelSelector {
 
     /// Whether the labels of `object` satisfy every requirement.
     pub fn matches(&self, object: &Value) -> bool {
+        if self.requirements.is_empty() {
+            return true;
+        }
         let labels = object
-            .pointer("/metadata/labels")
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
             .and_then(Value::as_object);
         let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
         self.requirements
@@ -323,6 +327,14 @@ impl FieldSelector {
             });
         }
         Ok(Self { terms })
+    }
+
+    /// The value a `path=value` term requires (the first, when there are several).
+    pub fn required(&self, path: &str) -> Option<&str> {
+        self.terms
+            .iter()
+            .find(|t| !t.negated && t.path == path)
+            .map(|t| t.value.as_str())
     }
 
     /// Whether the fields of `object` satisfy every term.

@@ -7,7 +7,7 @@
 //! lock sees no gap and no duplicate between its backlog and its live feed.
 
 use std::{
-    collections::{BTreeMap, HashMap, VecDeque},
+    collections::{HashMap, VecDeque},
     sync::Arc,
     time::{SystemTime, UNIX_EPOCH},
 };
@@ -22,10 +22,13 @@ use crate::{
     object::{self, Target, finalizers, is_terminating, meta_str, with_meta},
     patch::PatchType,
     resource::{Conversion, ResourceDef, ResourceKey},
-    selector::Selectors,
+    selector::{FieldSelector, Selectors},
 };
 
+mod objects;
 mod watches;
+
+use objects::{ObjectKey, Objects};
 
 pub use watches::{Change, ChangeKind, WatchControl, WatchFrom, WatchStart};
 
@@ -38,9 +41,6 @@ pub type Admit<'a> = &'a mut dyn FnMut(&mut Value, Option<&Value>) -> Result<(),
 pub fn admit_all(_: &mut Value, _: Option<&Value>) -> Result<(), ApiError> {
     Ok(())
 }
-
-/// `(namespace or "", name)`: sorts like the real server's etcd keys.
-type ObjectKey = (String, String);
 
 /// Preconditions and options of a DELETE.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub struct Written {
 }
 
 struct Collection {
-    objects: BTreeMap<ObjectKey, Value>,
+    objects: Objects,
     history: VecDeque<Arc<Change>>,
     /// Events at or below this resourceVersion may be missing from `history`.
     compacted_rv: u64,
@@ -227,7 +227,7 @@ impl Store {
         let capacity = self.history_limit.max(16);
         let floor = self.floor;
         self.collections.entry(key).or_insert_with(|| Collection {
-            objects: BTreeMap::new(),
+            objects: Objects::default(),
             history: VecDeque::new(),
             compacted_rv: floor,
             events: broadcast::channel(capacity).0,
@@ -285,10 +285,15 @@ impl Store {
             .collections
             .get(&def.storage_key())
             .map(|c| {
-                c.objects
-                    .iter()
-                    .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
-                    .map(|(_, obj)| convert::view(def.conversion, obj))
+                let candidates = match def.conversion {
+                    Conversion::None => c.objects.candidates(namespace, &selectors.fields),
+                    // Selectors apply to the served form, which the index does not hold.
+                    Conversion::CoreEvent | Conversion::EventsV1 => {
+                        c.objects.candidates(namespace, &FieldSelector::default())
+                    }
+                };
+                candidates
+                    .map(|obj| convert::view(def.conversion, obj))
                     .filter(|obj| selectors.matches(obj))
                     .map(std::borrow::Cow::into_owned)
                     .collect()

@@ -106,9 +106,8 @@ impl Store {
             WatchFrom::Now { initial } => {
                 let objects = if initial {
                     col.objects
-                        .iter()
-                        .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
-                        .map(|(_, obj)| obj.clone())
+                        .candidates(namespace, &crate::selector::FieldSelector::default())
+                        .cloned()
                         .collect()
                 } else {
                     Vec::new()
