@@ -49,6 +49,7 @@ mod answer;
 mod cadence;
 mod give_back;
 mod phases;
+mod plan_events;
 mod reconcile;
 mod summary;
 mod together;
@@ -83,7 +84,7 @@ pub struct Autoscaler {
     /// Groups with per-group metric series, to remove those of groups that go.
     with_series: std::sync::Mutex<BTreeSet<String>>,
     executor: Arc<dyn ScaleExecutor>,
-    events: EventSink,
+    events: Arc<EventSink>,
     metrics: Arc<Metrics>,
     config: LoopConfig,
     leading: Option<watch::Receiver<bool>>,
@@ -100,6 +101,8 @@ pub struct Autoscaler {
     view: std::sync::Mutex<snapshot::View>,
     /// When scale-down was last evaluated.
     cadence: cadence::Cadence,
+    /// The plan Events a pod-triggered loop left writing.
+    plan_events: plan_events::PlanEvents,
 }
 
 impl std::fmt::Debug for Autoscaler {
@@ -151,7 +154,7 @@ impl Autoscaler {
             validity: validity::Reported::default(),
             with_series: std::sync::Mutex::default(),
             executor,
-            events,
+            events: Arc::new(events),
             metrics,
             config,
             leading,
@@ -160,6 +163,7 @@ impl Autoscaler {
             undeleted: std::sync::Mutex::default(),
             view: std::sync::Mutex::default(),
             cadence: cadence::Cadence::default(),
+            plan_events: plan_events::PlanEvents::default(),
         }
     }
 
@@ -387,10 +391,15 @@ impl Autoscaler {
         }
         summary.phases.scale_ups = clock.lap();
 
-        let refs = Refs::new(inputs.pods.iter().map(AsRef::as_ref), &inputs.gang_objects);
+        let refs = Refs::for_report(
+            &report,
+            inputs.pods.iter().map(AsRef::as_ref),
+            &inputs.gang_objects,
+        );
         let for_plan = notices::for_plan(&report, &outcomes, &held_back, &refs);
-        self.events
-            .publish_all(for_plan, now, crate::events::PUBLISHING_AT_ONCE)
+        let wait = !matches!(trigger, Trigger::PendingPod { .. });
+        self.plan_events
+            .write(&self.events, for_plan, now, wait)
             .await;
         self.log_waiting_gangs(&report, &held_back, now);
         summary.stand_ins = self

@@ -30,9 +30,16 @@ pub use crate::catalog::{
 /// The API caps an event note at 1 KiB.
 const MAX_NOTE: usize = 1024;
 
-/// Event writes the loop has in flight at once ([`EventSink::publish_all`]): enough to write a burst's Events in a fraction of a second, few enough for the API
+/// Event writes [`EventSink::publish_all`] has in flight at once when the loop waits for
+/// them: enough to write a burst's Events in a fraction of a second, few enough for the API
 /// server's fairness limits (its default is 400 requests in flight for all clients).
 pub const PUBLISHING_AT_ONCE: usize = 16;
+
+/// Event writes in flight at once when they are written while the next loop runs: few,
+/// so that the loop's own writes (a scale-up's intent, conditional on the NodeGroup's
+/// version, goes out before its provider is called) do not queue behind them at the API
+/// server. client-go's event broadcaster writes one at a time.
+pub const PUBLISHING_IN_BACKGROUND: usize = 2;
 
 /// What to do with an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,7 +302,7 @@ impl EventSink {
     }
 
     /// Publishes `notices` as [`EventSink::publish`] does, up to `at_once` at a time (at
-    /// least one; the loop writes [`PUBLISHING_AT_ONCE`]): a plan for a burst of pods has an Event for each, and one write after the other
+    /// least one; [`PUBLISHING_AT_ONCE`] when the caller waits for them): a plan for a burst of pods has an Event for each, and one write after the other
     /// took seconds at 1,000 pods (issue #28) while gangs arriving meanwhile waited for the
     /// loop to end. The notices of one object go out in their order, one after the other,
     /// so its aggregation decides as it would one by one. Returns how many were written.
