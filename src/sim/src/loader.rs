@@ -14,6 +14,7 @@ use crate::defaults;
 use crate::objects::{ClusterObjects, ExtraObject, ObjectRef, Origin};
 
 mod direct;
+mod identities;
 mod parallel;
 mod scan;
 mod stream;
@@ -137,7 +138,7 @@ pub struct Loader {
     /// Threads to type a large `kind: List`'s items on (0 and 1: the caller's alone).
     threads: usize,
     /// (group, kind, namespace, name) of every object read so far.
-    seen: BTreeSet<(String, String, String, String)>,
+    seen: identities::Identities,
     loaded: Loaded,
 }
 
@@ -295,12 +296,7 @@ impl Loader {
                 } else {
                     ""
                 });
-        let fresh = self.seen.insert((
-            group.to_string(),
-            kind.to_string(),
-            namespace.to_string(),
-            name.to_string(),
-        ));
+        let fresh = self.seen.insert(group, kind, namespace, name);
         (!fresh).then(|| {
             if namespace.is_empty() {
                 format!("{kind} {name}")

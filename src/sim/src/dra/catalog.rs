@@ -116,12 +116,42 @@ impl DraCatalog {
         slices: &[ResourceSlice],
         taint_rules: &[DeviceTaintRule],
     ) -> Self {
+        Self::from_slices(
+            gates,
+            classes,
+            slices.iter().cloned(),
+            slices.len(),
+            taint_rules,
+        )
+    }
+
+    /// [`DraCatalog::new`] of slices the caller gives away: their devices move into
+    /// the catalog instead of being copied (a snapshot's slices are used for nothing
+    /// else).
+    #[must_use]
+    pub fn new_owning(
+        gates: FeatureGates,
+        classes: &[DeviceClass],
+        slices: Vec<ResourceSlice>,
+        taint_rules: &[DeviceTaintRule],
+    ) -> Self {
+        let count = slices.len();
+        Self::from_slices(gates, classes, slices, count, taint_rules)
+    }
+
+    fn from_slices(
+        gates: FeatureGates,
+        classes: &[DeviceClass],
+        slices: impl IntoIterator<Item = ResourceSlice>,
+        count: usize,
+        taint_rules: &[DeviceTaintRule],
+    ) -> Self {
         let mut catalog = DraCatalog {
             gates,
             features: Features::from_gates(&gates),
             classes: FixedMap::default(),
             taint_rules: taint_rules.to_vec(),
-            slices: Vec::with_capacity(slices.len()),
+            slices: Vec::with_capacity(count),
             by_node: FixedMap::default(),
             shared: Vec::new(),
             node_counter_slices: Vec::new(),
@@ -140,7 +170,7 @@ impl DraCatalog {
             catalog.add_class(class.clone());
         }
         for slice in slices {
-            catalog.add_slice(slice.clone());
+            catalog.add_slice(slice);
         }
         catalog
     }
@@ -170,7 +200,7 @@ impl DraCatalog {
     pub fn add_slice(&mut self, slice: ResourceSlice) {
         let apply_rules = self.features.device_taints && self.features.device_taint_rules;
         let caches = &mut self.caches;
-        let entry = convert_slice(&slice, &self.taint_rules, apply_rules, || {
+        let entry = convert_slice(slice, &self.taint_rules, apply_rules, || {
             caches.allocate_slot()
         });
         let id = self.slices.len();

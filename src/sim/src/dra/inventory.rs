@@ -136,13 +136,17 @@ impl SliceEntry {
     }
 }
 
-/// Converts a slice; `next_slot` hands out cache slots for its devices.
+/// Converts a slice; `next_slot` hands out cache slots for its devices. The slice is
+/// taken by value so that its devices move into the entries instead of being copied:
+/// a cluster's devices are most of its slices' bytes (380 MB at 100,000 nodes with
+/// 80,000 GPUs, issue #28).
 pub(crate) fn convert_slice(
-    slice: &ResourceSlice,
+    mut slice: ResourceSlice,
     rules: &[DeviceTaintRule],
     apply_rules: bool,
     mut next_slot: impl FnMut() -> u32,
 ) -> SliceEntry {
+    let devices = slice.spec.devices.take();
     let spec = &slice.spec;
     let mut defect = None;
     let mut note = |what: String| {
@@ -171,12 +175,10 @@ pub(crate) fn convert_slice(
                 .collect(),
         })
         .collect();
-    let devices = spec
-        .devices
-        .iter()
+    let devices = devices
+        .into_iter()
         .flatten()
-        .map(|device| {
-            let mut raw = device.clone();
+        .map(|mut raw| {
             if apply_rules {
                 append_rule_taints(&mut raw, &spec.driver, &spec.pool.name, rules);
             }

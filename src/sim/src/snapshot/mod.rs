@@ -158,12 +158,8 @@ impl Snapshot {
             .enumerate()
             .map(|(i, n)| (n.metadata.name.clone().unwrap_or_default(), i))
             .collect();
-        let dra = DraCatalog::new(
-            gates,
-            &device_classes,
-            &resource_slices,
-            &device_taint_rules,
-        );
+        let dra =
+            DraCatalog::new_owning(gates, &device_classes, resource_slices, &device_taint_rules);
         let allocated = AllocatedState::from_claims(resource_claims.iter(), &gates);
         let mut snapshot = Snapshot {
             gates,
