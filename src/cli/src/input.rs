@@ -1,7 +1,5 @@
 //! Reads snapshot files and directories into the pure loader.
 
-mod text;
-
 use std::path::{Path, PathBuf};
 
 use dra_sim::{Loaded, Loader};
@@ -88,20 +86,16 @@ pub fn load(paths: &[PathBuf], mut loader: Loader) -> Result<Loaded, InputError>
         return Err(InputError::Empty(shown.join(", ")));
     }
     for file in files {
-        let read_error = |source| InputError::Read {
+        let text = std::fs::read_to_string(&file).map_err(|source| InputError::Read {
             path: file.clone(),
             source,
-        };
-        let text = text::FileText::read(&file).map_err(read_error)?;
+        })?;
         let name = file.display().to_string();
         if file.extension().and_then(|e| e.to_str()) == Some("json") {
-            loader.add_json(&name, text.as_str().map_err(read_error)?)?;
+            loader.add_json(&name, &text)?;
         } else {
-            loader.add_yaml(&name, text.as_str().map_err(read_error)?)?;
+            loader.add_yaml(&name, &text)?;
         }
-        // The text (a mapping of the file, or its copy) is released here, before the
-        // next file and before planning: it is not part of the peak.
-        drop(text);
     }
     Ok(loader.finish())
 }
