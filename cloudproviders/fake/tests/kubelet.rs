@@ -54,7 +54,7 @@ where
 {
     for _ in 0..200 {
         let pass = kubelet.sync(owned).await;
-        assert_eq!(pass.failed, 0, "{pass:?}");
+        assert_eq!((pass.failed, pass.watches_failing), (0, 0), "{pass:?}");
         if done().await {
             return;
         }
@@ -193,4 +193,25 @@ async fn starts_only_its_own_nodes_pods_and_watches_only_them() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(phase(&pods, "later").await.as_deref(), Some("Pending"));
+}
+
+#[tokio::test]
+async fn a_pass_reports_a_failing_watch_until_it_recovers() {
+    let api = FakeApiServer::builder().start().await.unwrap();
+    // The first two lists of pods are refused, as a role without the grant would be.
+    api.fail_next(Verb::List, "pods", 2, 403);
+    let mut kubelet = Kubelet::new(api.client());
+    let mine = owned(&["node-a"]);
+    let mut seen_failing = false;
+    for _ in 0..300 {
+        let pass = kubelet.sync(&mine).await;
+        seen_failing |= pass.watches_failing == 1;
+        if seen_failing && pass.watches_failing == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "failing seen: {seen_failing}; the watch never reported its failure and recovery in 15 s"
+    );
 }

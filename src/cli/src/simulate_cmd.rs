@@ -205,7 +205,10 @@ impl SimulateArgs {
         Ok((output, notes, left))
     }
 
-    /// Runs the command: the report goes to stdout, notes to stderr.
+    /// Runs the command: the report goes to stdout, notes to stderr. What planning left
+    /// (the scale-down analysis' snapshot of the whole cluster) is not freed but left to the
+    /// process's exit, so this is for a process that runs it once and ends, as the
+    /// `simulate` command does; [`Self::simulate`] frees everything.
     ///
     /// # Errors
     /// Bad flags, unreadable input, or stdout closed.

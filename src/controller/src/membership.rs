@@ -344,10 +344,15 @@ pub async fn gather(
     let by_provider_id = names_by_provider_id(groups);
     let providers: BTreeSet<&str> = groups.iter().map(|g| g.spec.provider.as_str()).collect();
     let mut uncached = Vec::new();
+    let mut queued: BTreeSet<&str> = BTreeSet::new();
     for node in to_ask {
         let Some(id) = provider_id(node) else {
             continue;
         };
+        // Two Nodes claiming one providerID (outside input): ask once, for the first.
+        if !queued.insert(id) {
+            continue;
+        }
         let cached = lock(asked).fresh(id, now).cloned();
         if let Some(answer) = cached {
             view.for_node.insert(id.to_owned(), answer);

@@ -58,6 +58,9 @@ pub struct Pass {
     pub devices_ready: Vec<String>,
     /// Writes (or reads of a Node) that failed (tried again on a later pass).
     pub failed: usize,
+    /// Watches whose last attempt failed (they retry with backoff; until then the pass
+    /// acts on what they showed before, which may be nothing).
+    pub watches_failing: usize,
 }
 
 /// The kubelets and the DRA driver of the provider's nodes.
@@ -207,6 +210,8 @@ impl Kubelet {
                 }
             }
         }
+        pass.watches_failing = self.pods_on.values().filter(|w| w.failing()).count()
+            + usize::from(self.claims.as_ref().is_some_and(Watched::failing));
         let claims = self
             .claims
             .as_ref()
@@ -256,10 +261,14 @@ impl Kubelet {
             self.client.clone(),
             pod.metadata.namespace.as_deref().unwrap_or_default(),
         );
+        // The pod as the watch last showed it: a same-name pod created since (a StatefulSet's
+        // replacement) has another uid, and the API server refuses the patch (409).
+        let mut patch = running_status(pod, Some(node));
+        patch["metadata"] = serde_json::json!({"uid": pod.metadata.uid});
         api.patch_status(
             pod.metadata.name.as_deref().unwrap_or_default(),
             &PatchParams::default(),
-            &Patch::Merge(&running_status(pod, Some(node))),
+            &Patch::Merge(&patch),
         )
         .await
         .map(drop)

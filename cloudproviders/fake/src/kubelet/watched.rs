@@ -3,6 +3,7 @@
 
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use kube::runtime::reflector::{self, Store};
@@ -14,6 +15,8 @@ use tokio::task::JoinHandle;
 /// Objects of one watch, kept current by a background task that stops when this is dropped.
 pub(super) struct Watched<K: Resource<DynamicType = ()> + 'static> {
     store: Store<K>,
+    /// Whether the watch's last attempt failed (it retries with backoff meanwhile).
+    failing: Arc<AtomicBool>,
     task: JoinHandle<()>,
 }
 
@@ -26,22 +29,30 @@ where
     pub(super) fn start(api: Api<K>, config: watcher::Config, what: String) -> Self {
         let (store, writer) = reflector::store();
         let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
+        let failing = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&failing);
         let task = tokio::spawn(async move {
             futures::pin_mut!(stream);
-            // Log the first error of a run of them: the watch retries on its own.
-            let mut failing = false;
             while let Some(event) = stream.next().await {
-                match event {
-                    Ok(_) => failing = false,
-                    Err(err) if !failing => {
-                        tracing::warn!(watch = %what, %err, "kubelet watch failed; retrying");
-                        failing = true;
-                    }
-                    Err(_) => {}
+                // Log the first error of a run of them: the watch retries on its own.
+                let was_failing = flag.swap(event.is_err(), Ordering::Relaxed);
+                if let Err(err) = event
+                    && !was_failing
+                {
+                    tracing::warn!(watch = %what, %err, "kubelet watch failed; retrying");
                 }
             }
         });
-        Self { store, task }
+        Self {
+            store,
+            failing,
+            task,
+        }
+    }
+
+    /// Whether the watch's last attempt failed (forbidden, server away, ...).
+    pub(super) fn failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
     }
 
     /// The objects as last seen (none before the first list completed).

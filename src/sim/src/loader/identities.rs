@@ -32,7 +32,8 @@ impl Identities {
         if let Some(&number) = self.numbers.get(text) {
             return number;
         }
-        // Far fewer than 2^32 distinct names fit in memory.
+        // Far fewer than 2^32 distinct group, kind and namespace names fit in memory; past
+        // that the number would saturate and two names could share it.
         let number = u32::try_from(self.numbers.len()).unwrap_or(u32::MAX);
         self.numbers.insert(Box::from(text), number);
         number
