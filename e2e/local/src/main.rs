@@ -55,7 +55,8 @@ enum Command {
         #[arg(long)]
         provider_config: Option<PathBuf>,
         /// Flags for `dra-autoscaler run`, after `--` (e.g. `-- --scale-down-delay-after-add 0s`);
-        /// they come after the stack's own, so they win.
+        /// one the stack sets too (`--scan-interval`, `--log-format`, `--listen-address`)
+        /// replaces the stack's.
         #[arg(last = true)]
         controller_args: Vec<String>,
     },

@@ -28,7 +28,7 @@ pub struct Layout {
     pub scan_interval: String,
     /// `--log-format` of every process.
     pub log_format: String,
-    /// Flags added to `dra-autoscaler run`'s (after the stack's own, so they win).
+    /// Flags added to `dra-autoscaler run`'s (one the stack sets too replaces the stack's).
     pub controller_args: Vec<String>,
     /// The fake provider's config file (faults, timings such as `sliceDelayMs`), if any.
     pub provider_config: Option<PathBuf>,

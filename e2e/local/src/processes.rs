@@ -196,21 +196,86 @@ fn provider_args(layout: &Layout) -> Vec<String> {
     args
 }
 
-/// `dra-autoscaler run`'s arguments: the stack's, `backend`'s, then the operator's (last, so
-/// they win).
+/// `dra-autoscaler run`'s arguments: the stack's, `backend`'s, then the operator's. A
+/// single-value flag the operator gives replaces the stack's (`run` refuses a flag given
+/// twice, so appending it would stop the controller at once); `--provider` adds up.
 fn controller_args(layout: &Layout, backend: &[String]) -> Vec<String> {
+    let given = |flag: &str| {
+        layout
+            .controller_args
+            .iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
     let mut args = vec![
         "run".into(),
         "--provider".into(),
         format!("fake=http://{}", layout.provider),
-        "--listen-address".into(),
-        layout.autoscaler_health.to_string(),
-        "--scan-interval".into(),
-        layout.scan_interval.clone(),
-        "--log-format".into(),
-        layout.log_format.clone(),
     ];
+    for (flag, value) in [
+        ("--listen-address", layout.autoscaler_health.to_string()),
+        ("--scan-interval", layout.scan_interval.clone()),
+        ("--log-format", layout.log_format.clone()),
+    ] {
+        if !given(flag) {
+            args.extend([flag.to_owned(), value]);
+        }
+    }
     args.extend(backend.iter().cloned());
     args.extend(layout.controller_args.iter().cloned());
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(operator: &[&str]) -> Layout {
+        Layout {
+            dir: "/tmp/stack".into(),
+            bin: "/bin".into(),
+            api_port: 1,
+            provider: "127.0.0.1:2".parse().expect("address"),
+            autoscaler_health: "127.0.0.1:3".parse().expect("address"),
+            scan_interval: "10s".into(),
+            log_format: "text".into(),
+            controller_args: operator.iter().map(|a| (*a).to_owned()).collect(),
+            provider_config: None,
+            real: false,
+        }
+    }
+
+    fn count(args: &[String], flag: &str) -> usize {
+        args.iter()
+            .filter(|a| *a == flag || a.starts_with(&format!("{flag}=")))
+            .count()
+    }
+
+    #[test]
+    fn an_operators_single_value_flag_replaces_the_stacks_and_is_given_once() {
+        for operator in [
+            &["--scan-interval", "3s"][..],
+            &["--scan-interval=3s"],
+            &["--log-format", "json", "--listen-address", "127.0.0.1:9"],
+        ] {
+            let args = controller_args(&layout(operator), &[]);
+            for flag in ["--scan-interval", "--log-format", "--listen-address"] {
+                assert_eq!(count(&args, flag), 1, "{flag} once in {args:?}");
+            }
+            assert!(
+                args.ends_with(&layout(operator).controller_args),
+                "{args:?}"
+            );
+        }
+        let args = controller_args(&layout(&["--scale-down-delay-after-add", "1m"]), &[]);
+        assert_eq!(
+            args[args
+                .iter()
+                .position(|a| a == "--scan-interval")
+                .expect("kept")
+                + 1],
+            "10s"
+        );
+        let args = controller_args(&layout(&["--provider", "aws=http://127.0.0.1:4"]), &[]);
+        assert_eq!(count(&args, "--provider"), 2, "providers add up: {args:?}");
+    }
 }
