@@ -477,7 +477,12 @@ pub fn detect_gangs(
             }
         }
     }
+    // The map is keyed by owned strings; most clusters carry no `spec.workloadRef`, and
+    // making the key for each of their 100,000 pods was a tenth of a loop's plan (#28).
     let workload_ref = |pod: &Pod| {
+        if workload_refs.is_empty() {
+            return None;
+        }
         workload_refs.get(&(
             pod.metadata
                 .namespace

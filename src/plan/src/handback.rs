@@ -3,10 +3,11 @@
 //! nodes and pods they were given back, so a caller needs no second copy of them and can
 //! keep them for its next plan.
 //!
-//! Neither changes a node it was given, and they change a pod only by binding it; a
-//! snapshot keeps the nodes it was given first (in name order) and the pods it was given
-//! first, in order. So the nodes and pods come back as they were given, once the nodes
-//! and pods added after them and the bindings made are taken off.
+//! Neither changes a node it was given, and they change a pod only by binding it (the
+//! planner binds pods that were not bound; the analysis also moves the pods of the nodes
+//! it drains); a snapshot keeps the nodes it was given first (in name order) and the pods
+//! it was given first, in order. So the nodes and pods come back as they were given, once
+//! the nodes and pods added after them are taken off and the bindings put back.
 
 use dra_sim::{ClusterObjects, FeatureGates};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -14,32 +15,50 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use crate::scaledown::{ScaleDownOptions, ScaleDownReport};
 use crate::{PlanOptions, PlanReport, prepare_for};
 
-/// How many nodes and pods were given, and where each pod was bound then.
+/// How many nodes and pods were given, and where the pods that may come back changed were
+/// bound then.
 struct Given {
     nodes: usize,
     pods: usize,
-    /// Per pod, its node name (`None` for a pod without a spec).
-    bound_to: Vec<Option<Option<String>>>,
+    /// Pods (by index) and their node name then.
+    bound_to: Vec<(usize, Option<String>)>,
 }
 
 impl Given {
-    fn note(nodes: &[Node], pods: &[Pod]) -> Self {
+    /// For the planner, which binds pods that are not bound and no other: only those are
+    /// noted. Noting every pod's node name made a copy of each (100,000 strings at the
+    /// controller's scale, and as many to drop when putting them back; issue #28).
+    fn note_unbound(nodes: &[Node], pods: &[Pod]) -> Self {
+        Self::note(nodes, pods, |node_name| node_name.is_none())
+    }
+
+    /// For the scale-down analysis, which also moves bound pods off the nodes it drains.
+    fn note_all(nodes: &[Node], pods: &[Pod]) -> Self {
+        Self::note(nodes, pods, |_| true)
+    }
+
+    fn note(nodes: &[Node], pods: &[Pod], noted: impl Fn(Option<&str>) -> bool) -> Self {
         Self {
             nodes: nodes.len(),
             pods: pods.len(),
             bound_to: pods
                 .iter()
-                .map(|p| p.spec.as_ref().map(|s| s.node_name.clone()))
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let node_name = p.spec.as_ref()?.node_name.as_deref();
+                    noted(node_name).then(|| (i, node_name.map(str::to_owned)))
+                })
                 .collect(),
         }
     }
 
-    /// The nodes and pods of a snapshot made from the ones given, as they were given.
+    /// The nodes and pods given, from a snapshot's: the ones it added taken off, and the
+    /// noted pods bound where they were.
     fn restore(self, (mut nodes, mut pods): (Vec<Node>, Vec<Pod>)) -> (Vec<Node>, Vec<Pod>) {
         nodes.truncate(self.nodes);
         pods.truncate(self.pods);
-        for (pod, node_name) in pods.iter_mut().zip(self.bound_to) {
-            if let (Some(spec), Some(node_name)) = (pod.spec.as_mut(), node_name) {
+        for (i, node_name) in self.bound_to {
+            if let Some(spec) = pods.get_mut(i).and_then(|p| p.spec.as_mut()) {
                 spec.node_name = node_name;
             }
         }
@@ -58,7 +77,7 @@ pub fn plan_handing_back(
     options: &PlanOptions,
 ) -> (PlanReport, ClusterObjects) {
     let mut rest = objects;
-    let given = Given::note(&rest.nodes, &rest.pods);
+    let given = Given::note_unbound(&rest.nodes, &rest.pods);
     let planning = ClusterObjects {
         nodes: std::mem::take(&mut rest.nodes),
         pods: std::mem::take(&mut rest.pods),
@@ -86,7 +105,7 @@ pub fn analyse_handing_back(
     plan: &PlanReport,
     options: &ScaleDownOptions,
 ) -> (ScaleDownReport, Vec<Node>, Vec<Pod>) {
-    let given = Given::note(&objects.nodes, &objects.pods);
+    let given = Given::note_all(&objects.nodes, &objects.pods);
     let (report, snapshot) =
         crate::scaledown::analyse_keeping_snapshot(objects, gates, plan, options);
     let (nodes, pods) = given.restore(snapshot.into_nodes_and_pods());

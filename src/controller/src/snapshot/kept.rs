@@ -125,11 +125,13 @@ impl<K> Kept<K> {
         extra: &BTreeSet<String>,
     ) -> bool {
         if let Some(keep) = self.in_lent_order(&items, &key_of, &is, extra) {
-            self.items = items
-                .into_iter()
-                .zip(keep)
-                .filter_map(|(item, keep)| keep.then_some(item))
-                .collect();
+            // In place: the loop's own objects are mostly at the end (pending pods follow
+            // the kept ones), so nothing before them moves, where collecting into a new
+            // vector moved every kept pod (2.4 KB each) into freshly zeroed pages.
+            let mut items = items;
+            let mut keep = keep.into_iter();
+            items.retain(|_| keep.next().unwrap_or(false));
+            self.items = items;
             return true;
         }
         self.reorder_back(items, key_of, extra)

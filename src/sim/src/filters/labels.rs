@@ -9,22 +9,24 @@ use k8s_openapi::api::core::v1::Namespace;
 use crate::selectors::{Labels, Selector};
 
 /// One shared copy of each namespace name and label set the filter state records pods
-/// with.
+/// with. Hashed with foldhash rather than std's SipHash: every bound pod's label set is
+/// hashed each time a snapshot is indexed, and these sets are not keyed by anyone who could
+/// choose colliding inputs to slow the process down (they come from the cluster's own pods).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Interned {
-    namespaces: HashSet<Arc<str>>,
-    labels: HashSet<Arc<Labels>>,
+    namespaces: HashSet<Arc<str>, foldhash::fast::FixedState>,
+    labels: HashSet<Arc<Labels>, foldhash::fast::FixedState>,
 }
 
 impl Interned {
-    /// The shared copy of `name`.
-    pub(crate) fn namespace(&mut self, name: &str) -> Arc<str> {
+    /// The shared copy of `name`, and whether this is the first time it was asked for.
+    pub(crate) fn namespace(&mut self, name: &str) -> (Arc<str>, bool) {
         if let Some(shared) = self.namespaces.get(name) {
-            return Arc::clone(shared);
+            return (Arc::clone(shared), false);
         }
         let shared: Arc<str> = name.into();
         self.namespaces.insert(Arc::clone(&shared));
-        shared
+        (shared, true)
     }
 
     /// The shared copy of `labels`.

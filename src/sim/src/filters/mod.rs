@@ -65,7 +65,7 @@ use node_affinity::RequiredNodeAffinity;
 use node_ports::HostPort;
 use node_resources_fit::{NodeResources, PodRequest};
 use pod_topology_spread::{PreparedConstraint, SpreadRefusal};
-use requests::{ResourceTable, ResourceVec, node_allocatable, pod_requests};
+use requests::{ResourceTable, ResourceVec, bound_pod_vec, node_allocatable, pod_requests};
 
 /// One of the Filter plugins, in upstream's order ([`Plugin::ORDER`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -290,7 +290,7 @@ struct NodeUsage {
 pub struct FilterState {
     nodes: Vec<NodeRecord>,
     usage: Vec<NodeUsage>,
-    node_ids: HashMap<String, usize>,
+    node_ids: HashMap<String, usize, foldhash::fast::FixedState>,
     pods: Vec<PodRecord>,
     /// Per entry of `pods`: what it added to its node's requested total.
     pod_requested: Vec<ResourceVec>,
@@ -323,7 +323,7 @@ impl FilterState {
         let mut state = Self {
             nodes: Vec::with_capacity(room),
             usage: Vec::with_capacity(room),
-            node_ids: HashMap::with_capacity(nodes.len()),
+            node_ids: HashMap::with_capacity_and_hasher(nodes.len(), Default::default()),
             pods: Vec::new(),
             pod_requested: Vec::new(),
             namespaces: NamespaceRegistry::new(namespaces),
@@ -336,6 +336,10 @@ impl FilterState {
         for node in nodes {
             state.add_node(node);
         }
+        // Most pods of a cluster are bound: room for them all up front spares the
+        // records' vectors their doublings (each a copy into freshly zeroed pages).
+        state.pods.reserve(pods.len());
+        state.pod_requested.reserve(pods.len());
         for pod in pods.iter().filter(|p| is_active(p)) {
             let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
             if let Some(node_index) = bound.and_then(|name| state.node_ids.get(name).copied()) {
@@ -395,13 +399,8 @@ impl FilterState {
         }
         let requested = match prepared {
             Some(prepared) => prepared.request.to_vec(&mut self.resources),
-            None => {
-                // Bound pods passed validation; a bad quantity counts as zero.
-                let requests = pod_requests(pod, false).unwrap_or_default();
-                let mut vec = ResourceVec::default();
-                vec.add_list(&requests, &mut self.resources);
-                vec
-            }
+            // Bound pods passed validation; a bad quantity counts as zero.
+            None => bound_pod_vec(pod, &mut self.resources),
         };
         let usage = &mut self.usage[node_index];
         usage.requested.add(&requested);
@@ -409,9 +408,15 @@ impl FilterState {
         usage.pod_count += 1;
         usage.ports.extend(node_ports::pod_host_ports(pod));
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-        self.namespaces.note(namespace);
+        let (shared_namespace, first_seen) = self.interned.namespace(namespace);
+        if first_seen {
+            // The registry knows every namespace the interned ones were seen on: it needs
+            // telling once per namespace, not once per pod (a sorted map's string
+            // comparisons, for every pod of the cluster, every loop).
+            self.namespaces.note(namespace);
+        }
         let record = PodRecord {
-            namespace: self.interned.namespace(namespace),
+            namespace: shared_namespace,
             labels: pod
                 .metadata
                 .labels

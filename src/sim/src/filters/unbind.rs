@@ -8,7 +8,7 @@ use std::sync::PoisonError;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::requests::{ResourceVec, pod_requests};
+use super::requests::bound_pod_vec;
 use super::{FilterState, inter_pod_affinity, node_ports};
 
 /// The node index of a record that is counted nowhere.
@@ -43,11 +43,7 @@ impl FilterState {
             .collect();
         // Records of pods alike in namespace, labels and node are interchangeable for the
         // indexes; prefer one whose requests are this pod's, so usage stays exact.
-        let mut wanted = ResourceVec::default();
-        wanted.add_list(
-            &pod_requests(pod, false).unwrap_or_default(),
-            &mut self.resources,
-        );
+        let wanted = bound_pod_vec(pod, &mut self.resources);
         let record = candidates
             .iter()
             .copied()
