@@ -47,6 +47,7 @@ pub mod provreq;
 pub mod rediscovery;
 pub mod run;
 pub mod scaledown;
+pub mod signal;
 pub mod snapshot;
 pub mod status;
 pub mod validity;

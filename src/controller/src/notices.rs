@@ -79,7 +79,9 @@ impl Refs {
         pods: impl IntoIterator<Item = &'a Pod>,
         gangs: &[GangObject],
     ) -> Self {
-        let members: std::collections::HashSet<(&str, &str)> = report
+        // Every pod of the cluster is looked up: foldhash, not SipHash (names of the
+        // cluster's own pods, nothing picked to collide).
+        let members: std::collections::HashSet<(&str, &str), foldhash::fast::FixedState> = report
             .pod_groups
             .iter()
             .flat_map(|g| &g.members)

@@ -351,12 +351,12 @@ pub async fn run_with_clients(
         // The settling wait runs after the select: awaiting inside a branch would keep
         // the shutdown branch's watch guard (not Send) alive across the await.
         let triggered = tokio::select! {
-            () = running.trigger.notified() => true,
+            () = running.trigger.raised() => true,
             () = tokio::time::sleep(next_wait) => false,
             _ = shutdown.wait_for(|s| *s) => break,
         };
         if triggered {
-            settle(&running.trigger, SETTLE_QUIET, SETTLE_MAX).await;
+            running.trigger.settle(SETTLE_QUIET, SETTLE_MAX).await;
         }
         let now = Timestamp::now();
         let leading = *leading_rx.borrow();
@@ -445,32 +445,13 @@ pub async fn run_with_clients(
     Ok(())
 }
 
-/// How long the pod watch must be quiet after a pod became unschedulable before the loop
-/// starts: the members of a gang are created and found unschedulable together, within tens
-/// of milliseconds, and a loop started at the first of them would plan a gang not yet
-/// whole, so the rest would wait for that loop and the whole next one.
+/// How long the pod watch must have been quiet after a pod became unschedulable before the
+/// loop starts (see [`crate::signal`]).
 const SETTLE_QUIET: Duration = Duration::from_millis(100);
 
 /// The longest the loop waits for the pod watch to be quiet: under a steady stream of new
 /// pods it starts anyway, so a burst delays no gang by more than this.
 const SETTLE_MAX: Duration = Duration::from_millis(300);
-
-/// Waits until `trigger` has not been notified for `quiet`, or `max` has passed, whichever
-/// comes first (Karpenter batches pending pods the same way, with an idle and a maximum
-/// duration).
-async fn settle(trigger: &tokio::sync::Notify, quiet: Duration, max: Duration) {
-    let deadline = tokio::time::Instant::now() + max;
-    loop {
-        let wait = quiet.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-        if wait.is_zero() {
-            return;
-        }
-        tokio::select! {
-            () = trigger.notified() => {}
-            () = tokio::time::sleep(wait) => return,
-        }
-    }
-}
 
 /// How soon to try again after a scale-up that never reached its provider:
 /// a second or two, jittered so that controllers retrying a provider that just
@@ -484,65 +465,6 @@ fn retry_wait(scan: std::time::Duration) -> std::time::Duration {
 mod tests {
     use super::*;
     use std::time::Duration;
-
-    /// Notifies `trigger` every `every` from the start, `times` times.
-    fn notify_every(
-        trigger: &Arc<tokio::sync::Notify>,
-        every: Duration,
-        times: u32,
-    ) -> tokio::task::JoinHandle<()> {
-        let trigger = trigger.clone();
-        tokio::spawn(async move {
-            for _ in 0..times {
-                tokio::time::sleep(every).await;
-                trigger.notify_one();
-            }
-        })
-    }
-
-    // Real time on a shared machine: a sleep never ends early, so the lower bounds are
-    // exact; the upper bounds only say the wait ended, with room for a loaded machine.
-
-    #[tokio::test]
-    async fn the_loop_waits_for_the_pod_watch_to_be_quiet() {
-        let trigger = Arc::new(tokio::sync::Notify::new());
-        // Members becoming unschedulable 30 ms apart, four of them.
-        let members = notify_every(&trigger, Duration::from_millis(30), 4);
-        let start = std::time::Instant::now();
-        settle(&trigger, Duration::from_millis(100), Duration::from_secs(2)).await;
-        let waited = start.elapsed();
-        let _ = members.await;
-        // The last came at 120 ms or later; quiet for 100 ms after it.
-        assert!(waited >= Duration::from_millis(220), "{waited:?}");
-        assert!(waited < Duration::from_secs(2), "{waited:?}");
-    }
-
-    #[tokio::test]
-    async fn a_steady_stream_of_pods_delays_the_loop_no_more_than_the_maximum() {
-        let trigger = Arc::new(tokio::sync::Notify::new());
-        let stream = notify_every(&trigger, Duration::from_millis(20), 10_000);
-        let start = std::time::Instant::now();
-        settle(
-            &trigger,
-            Duration::from_secs(1),
-            Duration::from_millis(1500),
-        )
-        .await;
-        let waited = start.elapsed();
-        stream.abort();
-        assert!(waited >= Duration::from_millis(1500), "{waited:?}");
-        assert!(waited < Duration::from_secs(5), "{waited:?}");
-    }
-
-    #[tokio::test]
-    async fn a_lone_pod_waits_only_the_quiet_time() {
-        let trigger = Arc::new(tokio::sync::Notify::new());
-        let start = std::time::Instant::now();
-        settle(&trigger, Duration::from_millis(100), Duration::from_secs(5)).await;
-        let waited = start.elapsed();
-        assert!(waited >= Duration::from_millis(100), "{waited:?}");
-        assert!(waited < Duration::from_secs(5), "{waited:?}");
-    }
 
     #[test]
     fn a_retry_after_a_call_never_sent_comes_in_one_to_three_seconds_jittered() {

@@ -31,7 +31,6 @@ use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::pods::{is_pending, is_unschedulable};
@@ -174,7 +173,7 @@ pub struct Watches {
     /// The stores.
     pub stores: Stores,
     /// Notified when a pod becomes unschedulable.
-    pub trigger: Arc<Notify>,
+    pub trigger: Arc<crate::signal::Signal>,
     tasks: Vec<JoinHandle<()>>,
     client: Client,
     /// The optional kinds watched, as `(group, kind)`.
@@ -437,7 +436,7 @@ fn untyped(
 #[must_use]
 pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
     let mut tasks = Vec::new();
-    let trigger = Arc::new(Notify::new());
+    let trigger = Arc::new(crate::signal::Signal::new());
     let all = watcher::Config::default;
     let (ready_tx, ready_rx) = tokio::sync::watch::channel(false);
 
@@ -470,7 +469,7 @@ pub fn start(client: &Client, optional: &OptionalApis) -> Watches {
         dra_sim::trim::pod,
         move |pod: &Pod| {
             if is_pending(pod) && is_unschedulable(pod) {
-                pod_trigger.notify_one();
+                pod_trigger.raise();
             }
         },
     );

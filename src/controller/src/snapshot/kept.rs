@@ -17,20 +17,25 @@ struct Origin<K> {
 
 /// Copies of store objects, in the order the planner is given them, with where each came
 /// from.
+/// The indexes are looked up for every node and pod of the cluster every loop (110,000 at
+/// the scale of issue #28), so they hash with foldhash rather than SipHash: their keys are
+/// addresses and the cluster's own object names, nothing an attacker picks to collide.
 pub(super) struct Kept<K> {
     items: Vec<K>,
     origins: Vec<Origin<K>>,
-    by_address: HashMap<usize, usize>,
-    by_key: HashMap<String, usize>,
+    by_address: Index<usize>,
+    by_key: Index<String>,
 }
+
+type Index<T> = HashMap<T, usize, foldhash::fast::FixedState>;
 
 impl<K> Default for Kept<K> {
     fn default() -> Self {
         Self {
             items: Vec::new(),
             origins: Vec::new(),
-            by_address: HashMap::new(),
-            by_key: HashMap::new(),
+            by_address: Index::default(),
+            by_key: Index::default(),
         }
     }
 }

@@ -65,7 +65,7 @@ use node_affinity::RequiredNodeAffinity;
 use node_ports::HostPort;
 use node_resources_fit::{NodeResources, PodRequest};
 use pod_topology_spread::{PreparedConstraint, SpreadRefusal};
-use requests::{ResourceTable, ResourceVec, bound_pod_vec, node_allocatable, pod_requests};
+use requests::{ResourceTable, ResourceVec, bound_pod_vec, pod_requests};
 
 /// One of the Filter plugins, in upstream's order ([`Plugin::ORDER`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -362,7 +362,7 @@ impl FilterState {
     /// (== previous number of nodes).
     pub fn add_node(&mut self, node: &Node) -> usize {
         let mut allocatable = ResourceVec::default();
-        let allowed_pods = allocatable.add_list(&node_allocatable(node), &mut self.resources);
+        let allowed_pods = allocatable.add_node_allocatable(node, &mut self.resources);
         self.usage.push(NodeUsage {
             allocatable,
             allowed_pods,

@@ -232,6 +232,21 @@ impl ResourceVec {
         pods
     }
 
+    /// [`ResourceVec::add_list`] of a node's allocatable as [`node_allocatable`] parses it,
+    /// without making that owned list: every node of the cluster is read so each time a
+    /// snapshot is indexed. The map is in name order, as the parsed list is.
+    pub(crate) fn add_node_allocatable(&mut self, node: &Node, table: &mut ResourceTable) -> i64 {
+        let list = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+        let mut pods = 0i64;
+        for (name, quantity) in list.into_iter().flatten() {
+            // Leniently, as `parse_list`: a damaged entry is left out.
+            if let Ok(nanos) = nano_value(&quantity.0) {
+                pods = pods.saturating_add(self.add_named(name, nanos, table));
+            }
+        }
+        pods
+    }
+
     /// Adds one entry of a resource list; returns what it adds to `pods`.
     fn add_named(&mut self, name: &str, nanos: i128, table: &mut ResourceTable) -> i64 {
         match name {
@@ -475,6 +490,47 @@ mod tests {
         assert_eq!(fast_table.ids, general_table.ids);
         // Rounded after summing: 0.5 + 0.5 bytes is one byte, as upstream counts it.
         assert_eq!(bound_pod_vec(&pods[3], &mut fast_table).memory, 1);
+    }
+
+    /// A node's allocatable read in place is the parsed list added, damaged entries and
+    /// scalars included.
+    #[test]
+    fn node_allocatable_in_place_is_the_parsed_lists() {
+        let node = Node {
+            status: Some(k8s_openapi::api::core::v1::NodeStatus {
+                allocatable: Some(
+                    [
+                        ("cpu", "31500m"),
+                        ("memory", "125Gi"),
+                        ("pods", "110"),
+                        ("nvidia.com/gpu", "8"),
+                        ("hugepages-1Gi", "bad"),
+                        ("ephemeral-storage", "0.5"),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+                    .collect(),
+                ),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (mut in_place_table, mut parsed_table) =
+            (ResourceTable::default(), ResourceTable::default());
+        let (mut in_place, mut parsed) = (ResourceVec::default(), ResourceVec::default());
+        let pods = in_place.add_node_allocatable(&node, &mut in_place_table);
+        assert_eq!(
+            pods,
+            parsed.add_list(&node_allocatable(&node), &mut parsed_table)
+        );
+        assert_eq!(pods, 110);
+        assert_eq!(in_place, parsed);
+        assert_eq!(in_place.milli_cpu, 31_500);
+        assert_eq!(in_place_table.ids, parsed_table.ids);
+        assert_eq!(
+            in_place.add_node_allocatable(&Node::default(), &mut in_place_table),
+            0
+        );
     }
 
     #[test]
