@@ -6,7 +6,10 @@
 //! Neither changes a node it was given, and they change a pod only by binding it; a
 //! snapshot keeps the nodes it was given first (in name order) and the pods it was given
 //! first, in order. So the nodes and pods come back as they were given, once the nodes
-//! and pods added after them and the bindings made are taken off.
+//! and pods added after them and the bindings made are taken off. The planner's DRA
+//! catalog hands its ResourceSlices back the same way (the ones given first, in order;
+//! the template slices it adds after them are taken off), so the scale-down analysis
+//! reads the planner's slices, not a copy of every device made before planning.
 
 use dra_sim::{ClusterObjects, FeatureGates};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -18,15 +21,17 @@ use crate::{PlanOptions, PlanReport, prepare_for};
 struct Given {
     nodes: usize,
     pods: usize,
+    slices: usize,
     /// Per pod, its node name (`None` for a pod without a spec).
     bound_to: Vec<Option<Option<String>>>,
 }
 
 impl Given {
-    fn note(nodes: &[Node], pods: &[Pod]) -> Self {
+    fn note(nodes: &[Node], pods: &[Pod], slices: usize) -> Self {
         Self {
             nodes: nodes.len(),
             pods: pods.len(),
+            slices,
             bound_to: pods
                 .iter()
                 .map(|p| p.spec.as_ref().map(|s| s.node_name.clone()))
@@ -48,9 +53,9 @@ impl Given {
 }
 
 /// The plan of `objects` (as [`crate::plan`]), and `objects` handed back as they were
-/// given: nodes in name order, pods in their order, neither copied. Namespaces, DRA
-/// objects, extras and workload references are copied for the planner (they are few)
-/// and handed back untouched.
+/// given: nodes in name order, pods and ResourceSlices in their order, none of them
+/// copied. Namespaces, the other DRA objects, extras and workload references are copied
+/// for the planner (they are few) and handed back untouched.
 #[must_use]
 pub fn plan_handing_back(
     objects: ClusterObjects,
@@ -58,19 +63,24 @@ pub fn plan_handing_back(
     options: &PlanOptions,
 ) -> (PlanReport, ClusterObjects) {
     let mut rest = objects;
-    let given = Given::note(&rest.nodes, &rest.pods);
+    let given = Given::note(&rest.nodes, &rest.pods, rest.resource_slices.len());
+    let given_slices = given.slices;
     let planning = ClusterObjects {
         nodes: std::mem::take(&mut rest.nodes),
         pods: std::mem::take(&mut rest.pods),
+        resource_slices: std::mem::take(&mut rest.resource_slices),
         ..rest.clone()
     };
     let (plan, planned) = prepare_for(planning, gates, options).run_keeping_state(options);
-    let (nodes, pods) = given.restore(planned.into_nodes_and_pods());
+    let (nodes, pods, mut resource_slices) = planned.into_nodes_pods_and_slices();
+    let (nodes, pods) = given.restore((nodes, pods));
+    resource_slices.truncate(given_slices);
     (
         plan,
         ClusterObjects {
             nodes,
             pods,
+            resource_slices,
             ..rest
         },
     )
@@ -86,7 +96,7 @@ pub fn analyse_handing_back(
     plan: &PlanReport,
     options: &ScaleDownOptions,
 ) -> (ScaleDownReport, Vec<Node>, Vec<Pod>) {
-    let given = Given::note(&objects.nodes, &objects.pods);
+    let given = Given::note(&objects.nodes, &objects.pods, objects.resource_slices.len());
     let (report, snapshot) =
         crate::scaledown::analyse_keeping_snapshot(objects, gates, plan, options);
     let (nodes, pods) = given.restore(snapshot.into_nodes_and_pods());
