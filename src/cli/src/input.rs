@@ -149,3 +149,66 @@ pub fn load(paths: &[PathBuf], mut loader: Loader) -> Result<Loaded, InputError>
     }
     Ok(loader.finish())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `kind: List` of `pods` pods, each padded past a kilobyte, as kubectl writes it.
+    fn list(pods: usize) -> String {
+        let padding = "x".repeat(3000);
+        let items: Vec<String> = (0..pods)
+            .map(|i| {
+                format!(
+                    r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p{i}","namespace":"ns","annotations":{{"pad":"{padding}"}}}},"spec":{{"containers":[{{"name":"c","resources":{{"requests":{{"cpu":"1"}}}}}}]}}}}"#
+                )
+            })
+            .collect();
+        format!(
+            "{{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n{}\n    ],\n    \"kind\": \"List\"\n}}\n",
+            items.join(",\n")
+        )
+    }
+
+    fn loader() -> Loader {
+        let mut loader = Loader::new();
+        loader.trim_unread();
+        loader.type_on_threads(2);
+        loader
+    }
+
+    /// `text` loaded from a file (in pieces when large), and loaded whole.
+    fn both(name: &str, text: &str) -> (Result<Loaded, InputError>, Result<Loaded, String>) {
+        let path = std::env::temp_dir().join(format!("{}-{name}.json", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let from_file = load(std::slice::from_ref(&path), loader());
+        assert!(FilePieces::worth_it(&path));
+        std::fs::remove_file(&path).unwrap();
+        let mut whole = loader();
+        let loaded = whole
+            .add_json(&path.display().to_string(), text)
+            .map(|()| whole.finish())
+            .map_err(|e| e.to_string());
+        (from_file, loaded)
+    }
+
+    #[test]
+    fn a_large_list_read_in_pieces_loads_as_its_whole_text() {
+        let text = list(6000);
+        assert!(text.len() as u64 >= FilePieces::FROM);
+        let (from_file, whole) = both("list", &text);
+        let (from_file, whole) = (from_file.unwrap(), whole.unwrap());
+        assert_eq!(from_file.objects.pods.len(), 6000);
+        assert_eq!(format!("{from_file:?}"), format!("{whole:?}"));
+    }
+
+    #[test]
+    fn a_large_invalid_list_fails_as_its_whole_text() {
+        let text = list(6000).replacen("\"kind\":\"Pod\"", "\"kind\":\"Pod\",", 1);
+        let text = text.replacen("\"name\":\"p7\"", "\"name\":7", 1);
+        let (from_file, whole) = both("invalid", &text);
+        let error = from_file.unwrap_err().to_string();
+        assert!(error.contains("not valid JSON"), "{error}");
+        assert_eq!(error, whole.unwrap_err());
+    }
+}
