@@ -76,9 +76,24 @@ fn run() {
         now: None,
         ..PlanOptions::default()
     };
-    let (plan, scale_down) = simulate::plan_and_scale_down(objects, gates, &options);
-    phase("plan+sd", &mut clock);
-    let json = serde_json::to_string_pretty(&(&plan, &scale_down)).unwrap_or_default();
+    let (plan, objects) = dra_plan::handback::plan_handing_back(objects, gates, &options);
+    phase("plan", &mut clock);
+    let scale_down_options = dra_plan::scaledown::ScaleDownOptions {
+        now: options.now,
+        ..dra_plan::scaledown::ScaleDownOptions::default()
+    };
+    // The nodes and pods are kept, as `simulate` keeps the analysis' snapshot to its end.
+    let (scale_down, _nodes, _pods) =
+        dra_plan::handback::analyse_handing_back(objects, gates, &plan, &scale_down_options);
+    phase("scale-down", &mut clock);
+    // The report as `simulate -o json` writes it: the plan's keys and the analysis'.
+    let mut value = serde_json::to_value(&plan).unwrap_or_default();
+    if let (Some(map), Ok(serde_json::Value::Object(more))) =
+        (value.as_object_mut(), serde_json::to_value(&scale_down))
+    {
+        map.extend(more);
+    }
+    let json = serde_json::to_string_pretty(&value).unwrap_or_default() + "\n";
     phase("report", &mut clock);
     eprintln!(
         "{} bytes of report, {} pods planned",

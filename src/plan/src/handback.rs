@@ -7,7 +7,10 @@
 //! planner binds pods that were not bound; the analysis also moves the pods of the nodes
 //! it drains); a snapshot keeps the nodes it was given first (in name order) and the pods
 //! it was given first, in order. So the nodes and pods come back as they were given, once
-//! the nodes and pods added after them are taken off and the bindings put back.
+//! the nodes and pods added after them are taken off and the bindings put back. The
+//! planner's DRA catalog hands its ResourceSlices back the same way (the ones given first,
+//! in order; the template slices it adds after them are taken off), so the scale-down
+//! analysis reads the planner's slices, not a copy of every device made before planning.
 
 use dra_sim::{ClusterObjects, FeatureGates};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -20,6 +23,7 @@ use crate::{PlanOptions, PlanReport, prepare_for};
 struct Given {
     nodes: usize,
     pods: usize,
+    slices: usize,
     /// Pods (by index) and their node name then.
     bound_to: Vec<(usize, Option<String>)>,
 }
@@ -28,19 +32,25 @@ impl Given {
     /// For the planner, which binds pods that are not bound and no other: only those are
     /// noted. Noting every pod's node name made a copy of each (100,000 strings at the
     /// controller's scale, and as many to drop when putting them back; issue #28).
-    fn note_unbound(nodes: &[Node], pods: &[Pod]) -> Self {
-        Self::note(nodes, pods, |node_name| node_name.is_none())
+    fn note_unbound(nodes: &[Node], pods: &[Pod], slices: usize) -> Self {
+        Self::note(nodes, pods, slices, |node_name| node_name.is_none())
     }
 
     /// For the scale-down analysis, which also moves bound pods off the nodes it drains.
-    fn note_all(nodes: &[Node], pods: &[Pod]) -> Self {
-        Self::note(nodes, pods, |_| true)
+    fn note_all(nodes: &[Node], pods: &[Pod], slices: usize) -> Self {
+        Self::note(nodes, pods, slices, |_| true)
     }
 
-    fn note(nodes: &[Node], pods: &[Pod], noted: impl Fn(Option<&str>) -> bool) -> Self {
+    fn note(
+        nodes: &[Node],
+        pods: &[Pod],
+        slices: usize,
+        noted: impl Fn(Option<&str>) -> bool,
+    ) -> Self {
         Self {
             nodes: nodes.len(),
             pods: pods.len(),
+            slices,
             bound_to: pods
                 .iter()
                 .enumerate()
@@ -67,9 +77,9 @@ impl Given {
 }
 
 /// The plan of `objects` (as [`crate::plan`]), and `objects` handed back as they were
-/// given: nodes in name order, pods in their order, neither copied. Namespaces, DRA
-/// objects, extras and workload references are copied for the planner (they are few)
-/// and handed back untouched.
+/// given: nodes in name order, pods and ResourceSlices in their order, none of them
+/// copied. Namespaces, the other DRA objects, extras and workload references are copied
+/// for the planner (they are few) and handed back untouched.
 #[must_use]
 pub fn plan_handing_back(
     objects: ClusterObjects,
@@ -77,19 +87,24 @@ pub fn plan_handing_back(
     options: &PlanOptions,
 ) -> (PlanReport, ClusterObjects) {
     let mut rest = objects;
-    let given = Given::note_unbound(&rest.nodes, &rest.pods);
+    let given = Given::note_unbound(&rest.nodes, &rest.pods, rest.resource_slices.len());
+    let given_slices = given.slices;
     let planning = ClusterObjects {
         nodes: std::mem::take(&mut rest.nodes),
         pods: std::mem::take(&mut rest.pods),
+        resource_slices: std::mem::take(&mut rest.resource_slices),
         ..rest.clone()
     };
     let (plan, planned) = prepare_for(planning, gates, options).run_keeping_state(options);
-    let (nodes, pods) = given.restore(planned.into_nodes_and_pods());
+    let (nodes, pods, mut resource_slices) = planned.into_nodes_pods_and_slices();
+    let (nodes, pods) = given.restore((nodes, pods));
+    resource_slices.truncate(given_slices);
     (
         plan,
         ClusterObjects {
             nodes,
             pods,
+            resource_slices,
             ..rest
         },
     )
@@ -105,7 +120,7 @@ pub fn analyse_handing_back(
     plan: &PlanReport,
     options: &ScaleDownOptions,
 ) -> (ScaleDownReport, Vec<Node>, Vec<Pod>) {
-    let given = Given::note_all(&objects.nodes, &objects.pods);
+    let given = Given::note_all(&objects.nodes, &objects.pods, objects.resource_slices.len());
     let (report, snapshot) =
         crate::scaledown::analyse_keeping_snapshot(objects, gates, plan, options);
     let (nodes, pods) = given.restore(snapshot.into_nodes_and_pods());

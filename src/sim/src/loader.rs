@@ -16,8 +16,11 @@ use crate::objects::{ClusterObjects, ExtraObject, ObjectRef, Origin};
 mod direct;
 mod identities;
 mod parallel;
+mod pieces;
 mod scan;
 mod stream;
+
+pub use pieces::Pieces;
 
 /// A document that could not be turned into an object, with everything needed
 /// to find and fix it.

@@ -57,6 +57,11 @@ pub struct DraCatalog {
     taint_rules: Vec<DeviceTaintRule>,
     /// Slices by id (arrival order); removed ones leave `None`.
     slices: Vec<Option<Arc<SliceEntry>>>,
+    /// How many slices the catalog was built with (the first ids).
+    initial: usize,
+    /// Those of the first `initial` slices removed since, by id, for
+    /// [`DraCatalog::into_initial_slices`].
+    removed_initial: Vec<(usize, Arc<SliceEntry>)>,
     by_node: FixedMap<String, Vec<usize>>,
     shared: Vec<usize>,
     /// Slices with a node name that define counter sets: the stable
@@ -152,6 +157,8 @@ impl DraCatalog {
             classes: FixedMap::default(),
             taint_rules: taint_rules.to_vec(),
             slices: Vec::with_capacity(count),
+            initial: 0,
+            removed_initial: Vec::new(),
             by_node: FixedMap::default(),
             shared: Vec::new(),
             node_counter_slices: Vec::new(),
@@ -172,7 +179,40 @@ impl DraCatalog {
         for slice in slices {
             catalog.add_slice(slice);
         }
+        catalog.initial = catalog.slices.len();
         catalog
+    }
+
+    /// Gives up the catalog, handing back the slices it was built with, in their order
+    /// and as they were given (devices and all, without the taints DeviceTaintRules
+    /// added): for a caller that needs them after the catalog, instead of a copy of every
+    /// device made before it (issue #28). Slices added later are dropped.
+    #[must_use]
+    pub fn into_initial_slices(self) -> Vec<ResourceSlice> {
+        let DraCatalog {
+            mut slices,
+            initial,
+            removed_initial,
+            views,
+            ..
+        } = self;
+        // The node views' pools share the entries; without them each entry is the
+        // catalog's alone and its devices move out instead of being copied.
+        drop(views);
+        slices.truncate(initial);
+        for (id, entry) in removed_initial {
+            if let Some(slot) = slices.get_mut(id) {
+                *slot = Some(entry);
+            }
+        }
+        slices
+            .into_iter()
+            .flatten()
+            .map(|entry| match Arc::try_unwrap(entry) {
+                Ok(entry) => entry.into_given(),
+                Err(shared) => shared.given_copy(),
+            })
+            .collect()
     }
 
     /// Adds (or replaces, by name) a DeviceClass.
@@ -245,6 +285,9 @@ impl DraCatalog {
             if !entry.shared_counters.is_empty() {
                 self.node_counter_slices.retain(|i| *i != id);
                 self.shared_generation = self.fresh_generation();
+            }
+            if id < self.initial {
+                self.removed_initial.push((id, entry));
             }
         }
         self.bump_node(node_name);

@@ -122,6 +122,66 @@ pub(crate) struct SliceEntry {
     /// A quantity in the slice that does not parse; the pool is then treated
     /// as invalid (an API server would never have stored it).
     pub defect: Option<String>,
+    /// What the conversion leaves out, to hand the slice back as given.
+    pub given: GivenSlice,
+}
+
+/// What a [`SliceEntry`] does not keep of its slice: with the devices' `raw`, the slice
+/// as it was given, for a caller that reads the slices again after the catalog (the
+/// scale-down analysis after the plan) without a copy of every device (issue #28).
+#[derive(Debug)]
+pub(crate) struct GivenSlice {
+    /// The slice without its devices (`spec.devices` taken out).
+    shell: ResourceSlice,
+    /// Whether `spec.devices` was set (an empty list is not an unset one).
+    had_devices: bool,
+    /// Devices whose taints DeviceTaintRules extended: the device's index and how many
+    /// taints it had before (`None`: the field was unset).
+    ruled: Vec<(usize, Option<usize>)>,
+}
+
+impl SliceEntry {
+    /// The slice as it was given to [`convert_slice`].
+    pub fn into_given(self) -> ResourceSlice {
+        let devices = self.devices.into_iter().map(|d| d.raw);
+        self.given.restore(devices)
+    }
+
+    /// [`SliceEntry::into_given`] of an entry still shared: its devices are copied.
+    pub fn given_copy(&self) -> ResourceSlice {
+        let devices = self.devices.iter().map(|d| d.raw.clone());
+        GivenSlice {
+            shell: self.given.shell.clone(),
+            had_devices: self.given.had_devices,
+            ruled: self.given.ruled.clone(),
+        }
+        .restore(devices)
+    }
+}
+
+impl GivenSlice {
+    /// The shell with `devices` put back, the taints the rules appended taken off.
+    fn restore(self, devices: impl Iterator<Item = Device>) -> ResourceSlice {
+        let mut slice = self.shell;
+        if self.had_devices {
+            let mut devices: Vec<Device> = devices.collect();
+            for (index, before) in self.ruled {
+                let Some(device) = devices.get_mut(index) else {
+                    continue;
+                };
+                match before {
+                    Some(len) => {
+                        if let Some(taints) = device.taints.as_mut() {
+                            taints.truncate(len);
+                        }
+                    }
+                    None => device.taints = None,
+                }
+            }
+            slice.spec.devices = Some(devices);
+        }
+        slice
+    }
 }
 
 impl SliceEntry {
@@ -147,6 +207,8 @@ pub(crate) fn convert_slice(
     mut next_slot: impl FnMut() -> u32,
 ) -> SliceEntry {
     let devices = slice.spec.devices.take();
+    let had_devices = devices.is_some();
+    let mut ruled = Vec::new();
     let spec = &slice.spec;
     let mut defect = None;
     let mut note = |what: String| {
@@ -178,9 +240,14 @@ pub(crate) fn convert_slice(
     let devices = devices
         .into_iter()
         .flatten()
-        .map(|mut raw| {
+        .enumerate()
+        .map(|(index, mut raw)| {
             if apply_rules {
+                let before = raw.taints.as_ref().map(Vec::len);
                 append_rule_taints(&mut raw, &spec.driver, &spec.pool.name, rules);
+                if raw.taints.as_ref().map(Vec::len) != before {
+                    ruled.push((index, before));
+                }
             }
             convert_device(raw, next_slot(), &mut note)
         })
@@ -199,6 +266,11 @@ pub(crate) fn convert_slice(
         shared_counters,
         devices,
         defect,
+        given: GivenSlice {
+            shell: slice,
+            had_devices,
+            ruled,
+        },
     }
 }
 

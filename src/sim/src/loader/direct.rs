@@ -176,22 +176,35 @@ impl Loader {
     /// a vector twice the size (155 MB copied, issue #28). Room never filled costs
     /// address space only: its pages are never touched.
     pub(super) fn reserve_for(&mut self, text: &str, spans: &[(usize, usize)]) {
-        let (mut nodes, mut pods, mut slices, mut claims) = (0, 0, 0, 0);
+        let mut counts = [0; 4];
         for &(start, end) in spans {
-            let item = text.get(start..end).unwrap_or_default();
-            match scan::top_level_strs(item, ["apiVersion", "kind"]) {
-                Some([Some("v1"), Some("Node")]) => nodes += 1,
-                Some([Some("v1"), Some("Pod")]) => pods += 1,
-                Some([Some("resource.k8s.io/v1"), Some("ResourceSlice")]) => slices += 1,
-                Some([Some("resource.k8s.io/v1"), Some("ResourceClaim")]) => claims += 1,
-                _ => {}
+            if let Some(kind) = counted_kind(text.get(start..end).unwrap_or_default()) {
+                counts[kind] += 1;
             }
         }
+        self.reserve_counts(counts);
+    }
+
+    /// Makes room for `[nodes, pods, slices, claims]` more objects (the counts of
+    /// [`counted_kind`]).
+    pub(super) fn reserve_counts(&mut self, [nodes, pods, slices, claims]: [usize; 4]) {
         let objects = &mut self.loaded.objects;
         objects.nodes.reserve(nodes + nodes / 8);
         objects.pods.reserve(pods + pods / 8);
         objects.resource_slices.reserve(slices);
         objects.resource_claims.reserve(claims);
+    }
+}
+
+/// Which of nodes, pods, ResourceSlices and ResourceClaims (0 to 3) the item `item` is,
+/// by its plain `apiVersion` and `kind` (the first bytes `kubectl` writes).
+pub(super) fn counted_kind(item: &str) -> Option<usize> {
+    match scan::top_level_strs(item, ["apiVersion", "kind"]) {
+        Some([Some("v1"), Some("Node")]) => Some(0),
+        Some([Some("v1"), Some("Pod")]) => Some(1),
+        Some([Some("resource.k8s.io/v1"), Some("ResourceSlice")]) => Some(2),
+        Some([Some("resource.k8s.io/v1"), Some("ResourceClaim")]) => Some(3),
+        _ => None,
     }
 }
 

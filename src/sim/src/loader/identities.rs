@@ -28,6 +28,11 @@ impl Identities {
         self.seen.insert(key)
     }
 
+    /// Whether none was recorded.
+    pub(super) fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+
     fn number(&mut self, text: &str) -> u32 {
         if let Some(&number) = self.numbers.get(text) {
             return number;

@@ -40,7 +40,8 @@ fn type_chunk(text: &str, chunk: &[(usize, usize)], trim: bool) -> Vec<Option<Ty
 }
 
 /// Adds the items `spans` of the list `text` to `loader`, typing them on `threads`
-/// threads (the caller's and `threads - 1` helpers), recording them in order.
+/// threads (the caller's and `threads - 1` helpers), recording them in order; the first
+/// is the list's item `first_index` (a list read in pieces comes a run at a time).
 ///
 /// # Errors
 /// The first item (in the list's order) that is not a valid object.
@@ -50,6 +51,7 @@ pub(super) fn add_items(
     text: &str,
     spans: &[(usize, usize)],
     threads: usize,
+    first_index: usize,
 ) -> Result<(), LoadError> {
     let trim = loader.trim;
     let chunks: Vec<&[(usize, usize)]> = spans.chunks(CHUNK).collect();
@@ -78,7 +80,7 @@ pub(super) fn add_items(
                 receiver
             })
             .collect();
-        let mut index = 0;
+        let mut index = first_index;
         for (i, chunk) in chunks.iter().enumerate() {
             let helper = i % threads;
             let typed = match helper.checked_sub(1).and_then(|h| helpers.get(h)) {

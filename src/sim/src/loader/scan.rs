@@ -141,7 +141,7 @@ fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// The index after the string whose opening quote is at `i`.
-fn skip_string(bytes: &[u8], mut i: usize) -> Option<usize> {
+pub(super) fn skip_string(bytes: &[u8], mut i: usize) -> Option<usize> {
     i += 1;
     loop {
         match bytes.get(i)? {
@@ -153,7 +153,7 @@ fn skip_string(bytes: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// The index after the value starting at `i`.
-fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
+pub(super) fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
     match bytes.get(i)? {
         b'"' => skip_string(bytes, i),
         b'{' | b'[' => {

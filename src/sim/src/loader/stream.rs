@@ -125,7 +125,7 @@ pub(super) fn add_items(
         loader.reserve_for(text, &spans);
         if super::parallel::worth_it(loader.threads, spans.len()) {
             let threads = loader.threads;
-            return super::parallel::add_items(loader, origin, text, &spans, threads);
+            return super::parallel::add_items(loader, origin, text, &spans, threads, 0);
         }
         for (index, (start, end)) in spans.into_iter().enumerate() {
             let item = text.get(start..end).unwrap_or_default();

@@ -291,6 +291,14 @@ impl Snapshot {
         (self.nodes, self.pods)
     }
 
+    /// [`Snapshot::into_nodes_and_pods`], and the ResourceSlices it was built with, in
+    /// their order and as they were given (see [`DraCatalog::into_initial_slices`]):
+    /// the slices a caller reads after the snapshot, without a copy of every device.
+    #[must_use]
+    pub fn into_nodes_pods_and_slices(self) -> (Vec<Node>, Vec<Pod>, Vec<ResourceSlice>) {
+        (self.nodes, self.pods, self.dra.into_initial_slices())
+    }
+
     /// The feature gates in force.
     #[must_use]
     pub fn gates(&self) -> &FeatureGates {

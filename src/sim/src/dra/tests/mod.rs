@@ -7,6 +7,7 @@
 
 mod catalog_behaviour;
 mod compat_groups;
+mod handing_back;
 mod harness;
 mod upstream_basic;
 mod upstream_capacity;
