@@ -31,9 +31,13 @@ struct Given {
 impl Given {
     /// For the planner, which binds pods that are not bound and no other: only those are
     /// noted. Noting every pod's node name made a copy of each (100,000 strings at the
-    /// controller's scale, and as many to drop when putting them back; issue #28).
+    /// controller's scale, and as many to drop when putting them back; issue #28). An
+    /// empty node name is not bound either (`dra_sim::pods::is_pending`), and comes back
+    /// empty.
     fn note_unbound(nodes: &[Node], pods: &[Pod], slices: usize) -> Self {
-        Self::note(nodes, pods, slices, |node_name| node_name.is_none())
+        Self::note(nodes, pods, slices, |node_name| {
+            node_name.is_none_or(str::is_empty)
+        })
     }
 
     /// For the scale-down analysis, which also moves bound pods off the nodes it drains.

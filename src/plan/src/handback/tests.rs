@@ -72,3 +72,34 @@ fn the_analysis_hands_the_nodes_and_pods_back_as_given_and_analyses_as_before() 
     // The analysis moved pods (to empty the nodes it removes) in some of them.
     assert!(with_scale_downs > 3, "{with_scale_downs}");
 }
+
+/// A pod whose `spec.nodeName` is the empty string is pending to the planner, which binds
+/// it; it comes back with its empty node name, as given (found in review).
+#[test]
+fn a_pod_with_an_empty_node_name_comes_back_with_it() {
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}
+    }))
+    .unwrap();
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"nodeName": "", "containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "1"}}}]}
+    }))
+    .unwrap();
+    let objects = ClusterObjects {
+        nodes: vec![node],
+        pods: vec![pod],
+        ..ClusterObjects::default()
+    };
+    let given = as_json(&objects);
+    let (plan, back) = plan_handing_back(objects, FeatureGates::default(), &PlanOptions::default());
+    // The planner did bind it (it fits on n1), so the hand-back had something to undo.
+    assert!(
+        plan.pods.iter().any(|p| p.node.as_deref() == Some("n1")),
+        "{:?}",
+        plan.pods
+    );
+    assert_eq!(as_json(&back), given);
+}
