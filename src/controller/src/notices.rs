@@ -79,9 +79,9 @@ impl Refs {
         pods: impl IntoIterator<Item = &'a Pod>,
         gangs: &[GangObject],
     ) -> Self {
-        // Every pod of the cluster is looked up: foldhash, not SipHash (names of the
-        // cluster's own pods, nothing picked to collide).
-        let members: std::collections::HashSet<(&str, &str), foldhash::fast::FixedState> = report
+        // Every pod of the cluster is looked up: foldhash, not SipHash, seeded per process
+        // (pod names are chosen by whoever creates the pods).
+        let members: std::collections::HashSet<(&str, &str), foldhash::fast::RandomState> = report
             .pod_groups
             .iter()
             .flat_map(|g| &g.members)

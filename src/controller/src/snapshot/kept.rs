@@ -17,9 +17,11 @@ struct Origin<K> {
 
 /// Copies of store objects, in the order the planner is given them, with where each came
 /// from.
+///
 /// The indexes are looked up for every node and pod of the cluster every loop (110,000 at
-/// the scale of issue #28), so they hash with foldhash rather than SipHash: their keys are
-/// addresses and the cluster's own object names, nothing an attacker picks to collide.
+/// the scale of issue #28), so they hash with foldhash rather than SipHash, seeded per
+/// process as std's is: their keys are addresses and object names, which whoever creates
+/// the objects chooses.
 pub(super) struct Kept<K> {
     items: Vec<K>,
     origins: Vec<Origin<K>>,
@@ -27,7 +29,7 @@ pub(super) struct Kept<K> {
     by_key: Index<String>,
 }
 
-type Index<T> = HashMap<T, usize, foldhash::fast::FixedState>;
+type Index<T> = HashMap<T, usize, foldhash::fast::RandomState>;
 
 impl<K> Default for Kept<K> {
     fn default() -> Self {

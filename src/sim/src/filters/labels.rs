@@ -10,12 +10,12 @@ use crate::selectors::{Labels, Selector};
 
 /// One shared copy of each namespace name and label set the filter state records pods
 /// with. Hashed with foldhash rather than std's SipHash: every bound pod's label set is
-/// hashed each time a snapshot is indexed, and these sets are not keyed by anyone who could
-/// choose colliding inputs to slow the process down (they come from the cluster's own pods).
+/// hashed each time a snapshot is indexed. Anyone who may create pods chooses their labels,
+/// so the hasher is seeded per process (`RandomState`), as std's is, not fixed.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Interned {
-    namespaces: HashSet<Arc<str>, foldhash::fast::FixedState>,
-    labels: HashSet<Arc<Labels>, foldhash::fast::FixedState>,
+    namespaces: HashSet<Arc<str>, foldhash::fast::RandomState>,
+    labels: HashSet<Arc<Labels>, foldhash::fast::RandomState>,
 }
 
 impl Interned {

@@ -290,7 +290,7 @@ struct NodeUsage {
 pub struct FilterState {
     nodes: Vec<NodeRecord>,
     usage: Vec<NodeUsage>,
-    node_ids: HashMap<String, usize, foldhash::fast::FixedState>,
+    node_ids: HashMap<String, usize, foldhash::fast::RandomState>,
     pods: Vec<PodRecord>,
     /// Per entry of `pods`: what it added to its node's requested total.
     pod_requested: Vec<ResourceVec>,
