@@ -12,11 +12,12 @@
 //! in order; the template slices it adds after them are taken off), so the scale-down
 //! analysis reads the planner's slices, not a copy of every device made before planning.
 
+use dra_sim::filters::FilterState;
 use dra_sim::{ClusterObjects, FeatureGates};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::scaledown::{ScaleDownOptions, ScaleDownReport};
-use crate::{PlanOptions, PlanReport, prepare_for};
+use crate::{PlanOptions, PlanReport, prepare_with};
 
 /// How many nodes and pods were given, and where the pods that may come back changed were
 /// bound then.
@@ -90,6 +91,36 @@ pub fn plan_handing_back(
     gates: FeatureGates,
     options: &PlanOptions,
 ) -> (PlanReport, ClusterObjects) {
+    let handed = plan_keeping_filters(objects, None, gates, options);
+    (handed.plan, handed.objects)
+}
+
+/// What [`plan_keeping_filters`] hands back.
+#[derive(Debug)]
+pub struct HandedBack {
+    /// The plan.
+    pub plan: PlanReport,
+    /// The objects, as they were given.
+    pub objects: ClusterObjects,
+    /// The filter state of the objects' nodes and bound pods, as given, or as the planner
+    /// made it when none was given (or the one given did not hold them); `None` when it
+    /// could not be rolled back to that.
+    pub filters: Option<FilterState>,
+    /// The filter state given was used (see [`dra_sim::snapshot::Snapshot::with_filters`]).
+    pub filters_reused: bool,
+}
+
+/// [`plan_handing_back`] with the filter state of `objects`' nodes (in name order) and
+/// bound pods kept from an earlier plan, when the caller has one, and that state handed
+/// back too, without the plan's nodes and placements: a caller planning the same cluster
+/// again (the controller, each loop) keeps it, and indexes only what changed.
+#[must_use]
+pub fn plan_keeping_filters(
+    objects: ClusterObjects,
+    filters: Option<FilterState>,
+    gates: FeatureGates,
+    options: &PlanOptions,
+) -> HandedBack {
     let mut rest = objects;
     let given = Given::note_unbound(&rest.nodes, &rest.pods, rest.resource_slices.len());
     let given_slices = given.slices;
@@ -99,19 +130,22 @@ pub fn plan_handing_back(
         resource_slices: std::mem::take(&mut rest.resource_slices),
         ..rest.clone()
     };
-    let (plan, planned) = prepare_for(planning, gates, options).run_keeping_state(options);
-    let (nodes, pods, mut resource_slices) = planned.into_nodes_pods_and_slices();
-    let (nodes, pods) = given.restore((nodes, pods));
+    let (plan, planned) = prepare_with(planning, filters, gates, options).run_keeping_state(options);
+    let parts = planned.into_parts();
+    let (nodes, pods) = given.restore((parts.nodes, parts.pods));
+    let mut resource_slices = parts.resource_slices;
     resource_slices.truncate(given_slices);
-    (
+    HandedBack {
         plan,
-        ClusterObjects {
+        objects: ClusterObjects {
             nodes,
             pods,
             resource_slices,
             ..rest
         },
-    )
+        filters: parts.filters,
+        filters_reused: parts.filters_reused,
+    }
 }
 
 /// The scale-down analysis of `objects` after `plan` (as [`crate::scaledown::analyse`]),

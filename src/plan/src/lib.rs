@@ -21,5 +21,7 @@ pub mod templates;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use planner::{Expander, PlanOptions, Planned, Prepared, plan, prepare, prepare_for};
+pub use planner::{
+    Expander, PlanOptions, Planned, Prepared, plan, prepare, prepare_for, prepare_with,
+};
 pub use report::PlanReport;

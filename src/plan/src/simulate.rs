@@ -110,9 +110,14 @@ pub(crate) mod tests {
     /// Every planner scenario and every simulate case of `testdata/`, loaded as
     /// `simulate` loads them.
     pub(crate) fn snapshots() -> Vec<(String, ClusterObjects)> {
+        snapshots_in(&["scenarios", "simulate"])
+    }
+
+    /// The cases of `dirs` under `testdata/`, loaded.
+    pub(crate) fn snapshots_in(dirs: &[&str]) -> Vec<(String, ClusterObjects)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
         let mut found = Vec::new();
-        for dir in ["scenarios", "simulate"] {
+        for dir in dirs {
             let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
                 continue;
             };

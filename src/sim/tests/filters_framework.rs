@@ -322,9 +322,9 @@ fn rolling_back_placements_and_template_nodes_restores_every_answer() {
     let index = state.add_node(&template);
     state.add_pod(&replica, index);
     assert_ne!(answers(&state), before, "the placements change the answers");
-    state.remove_last_pod(&replica);
+    state.remove_last_pod();
     state.remove_last_node();
-    state.remove_last_pod(&replica);
+    state.remove_last_pod();
     assert_eq!(answers(&state), before);
     assert_eq!(state.node_count(), 3);
     assert_eq!(state.node_index("template"), None);

@@ -103,3 +103,76 @@ fn a_pod_with_an_empty_node_name_comes_back_with_it() {
     );
     assert_eq!(as_json(&back), given);
 }
+
+/// The filter state a fresh one of `objects` would be (nodes in name order).
+fn fresh_filters(objects: &ClusterObjects) -> dra_sim::filters::Summary {
+    let mut nodes: Vec<&Node> = objects.nodes.iter().collect();
+    nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    FilterState::of_nodes(nodes.into_iter(), &objects.pods, &objects.namespaces).summary()
+}
+
+/// The state handed back, with the namespaces refreshed as a snapshot given it does.
+fn handed_filters(handed: &mut HandedBack) -> Option<dra_sim::filters::Summary> {
+    let filters = handed.filters.as_mut()?;
+    filters.set_namespaces(&handed.objects.namespaces);
+    Some(filters.summary())
+}
+
+#[test]
+fn the_filter_state_comes_back_as_a_fresh_one_and_plans_as_one() {
+    // With the filter cases: their bound pods hold host ports and anti-affinity terms.
+    let cases = crate::simulate::tests::snapshots_in(&["scenarios", "simulate", "filters"]);
+    assert!(cases.len() > 130, "testdata not found: {}", cases.len());
+    let options = PlanOptions::default();
+    let (mut with_anti, mut with_ports, mut placed) = (0, 0, 0);
+    for (case, objects) in cases {
+        let gates = FeatureGates::default();
+        let expected_plan = serde_json::to_value(crate::plan(objects.clone(), gates, &options));
+        let fresh = fresh_filters(&objects);
+        with_anti += usize::from(!fresh.anti.is_empty());
+        with_ports += usize::from(fresh.nodes.iter().any(|n| !n.ports.is_empty()));
+
+        // First plan: no state given; the planner's own comes back, its plan undone.
+        let mut first = plan_keeping_filters(objects, None, gates, &options);
+        assert!(!first.filters_reused, "{case}");
+        assert_eq!(handed_filters(&mut first).as_ref(), Some(&fresh), "{case}");
+        placed += first.plan.pods.iter().filter(|p| p.node.is_some()).count();
+
+        // Second plan of the same objects with that state: used, the same plan, and the
+        // state comes back as it was given again.
+        let mut second = plan_keeping_filters(first.objects, first.filters, gates, &options);
+        assert!(second.filters_reused, "{case}");
+        assert_eq!(
+            serde_json::to_value(&second.plan).unwrap(),
+            *expected_plan.as_ref().unwrap(),
+            "{case}"
+        );
+        assert_eq!(handed_filters(&mut second).as_ref(), Some(&fresh), "{case}");
+    }
+    // The cases place pods (which the hand-back undoes), hold host ports, and have
+    // placed pods with anti-affinity, so each part of the record was rolled back somewhere.
+    assert!(placed > 100, "{placed}");
+    assert!(with_ports > 0, "{with_ports}");
+    assert!(with_anti > 0, "{with_anti}");
+}
+
+#[test]
+fn a_filter_state_of_other_nodes_is_not_used() {
+    let node = |name: &str| -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}
+        }))
+        .unwrap()
+    };
+    let objects = ClusterObjects {
+        nodes: vec![node("a"), node("b")],
+        ..ClusterObjects::default()
+    };
+    let other = FilterState::new(&[node("a"), node("c")], &[], &[]);
+    let handed = plan_keeping_filters(objects, Some(other), FeatureGates::default(), &PlanOptions::default());
+    assert!(!handed.filters_reused);
+    let summary = handed.filters.map(|f| f.summary()).unwrap();
+    let names: Vec<_> = summary.nodes.iter().map(|n| n.name.clone()).collect();
+    assert_eq!(names, [Some("a".to_owned()), Some("b".to_owned())]);
+}

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use dra_sim::FeatureGates;
 use dra_sim::ObjectRef;
-use dra_sim::filters::Allocatable;
+use dra_sim::filters::{Allocatable, FilterState};
 use dra_sim::objects::ClusterObjects;
 use dra_sim::reason::Reason;
 use dra_sim::report::{Outcome, PodReport};
@@ -122,8 +122,16 @@ pub fn prepare(objects: ClusterObjects, gates: FeatureGates) -> Prepared {
 /// Reads and indexes `objects` for [`Prepared::run`] with `options` (which
 /// ProvisioningRequests are served is decided here).
 #[must_use]
-pub fn prepare_for(
+pub fn prepare_for(objects: ClusterObjects, gates: FeatureGates, options: &PlanOptions) -> Prepared {
+    prepare_with(objects, None, gates, options)
+}
+
+/// [`prepare_for`] with the filter state of `objects`' nodes and bound pods made before
+/// (see [`Snapshot::with_filters`]), which [`Planned::into_parts`] hands back.
+#[must_use]
+pub fn prepare_with(
     mut objects: ClusterObjects,
+    filters: Option<FilterState>,
     gates: FeatureGates,
     options: &PlanOptions,
 ) -> Prepared {
@@ -134,7 +142,10 @@ pub fn prepare_for(
     let daemon_pods = daemonsets::daemon_pods(&extra);
     let dra_label_keys = pack::dra_label_keys(&objects);
     let workload_refs = std::mem::take(&mut objects.pod_workload_refs);
-    let snapshot = Snapshot::new(objects, gates);
+    let snapshot = match filters {
+        Some(filters) => Snapshot::with_filters(objects, gates, filters),
+        None => Snapshot::new(objects, gates),
+    };
     let pending = snapshot.pending_pods();
     // Stand-in pods follow the input's pods; their gangs are the requests'
     // and buffers', never a gang their template's labels name.
@@ -234,6 +245,13 @@ impl Planned {
     #[must_use]
     pub fn into_nodes_and_pods(self) -> (Vec<Node>, Vec<Pod>) {
         self.snapshot.into_nodes_and_pods()
+    }
+
+    /// What the snapshot leaves (see [`Snapshot::into_parts`]): its nodes, pods,
+    /// ResourceSlices, and its filter state as planning started with it.
+    #[must_use]
+    pub fn into_parts(self) -> dra_sim::snapshot::Parts {
+        self.snapshot.into_parts()
     }
 
     /// The snapshot's nodes, pods and the ResourceSlices it was built with (the ones

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 
 use super::node_affinity::RequiredNodeAffinity;
+use super::node_ports::HostPort;
 use super::taint_toleration::{is_do_not_schedule, tolerations_tolerate};
 use super::topology::{Domain, DomainCounts, TopologyColumn};
 use crate::selectors::{Labels, Selector};
@@ -56,6 +57,24 @@ pub(crate) struct PodRecord {
     /// `metadata.deletionTimestamp` is set.
     pub(crate) terminating: bool,
     pub(crate) node_index: usize,
+    /// What else the pod holds where it is placed; `None` for most pods, which hold
+    /// neither. Kept so the record alone can be taken off its node again, without the pod
+    /// (a state kept between snapshots rolls a plan's placements back this way).
+    pub(crate) placed: Option<Box<Placed>>,
+}
+
+/// Host ports and required anti-affinity terms of a placed pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Placed {
+    pub(crate) ports: Vec<HostPort>,
+    pub(crate) anti_terms: Vec<AntiTerm>,
+}
+
+impl Placed {
+    /// `None` when the pod holds no host port and has no required anti-affinity term.
+    pub(crate) fn of(ports: Vec<HostPort>, anti_terms: Vec<AntiTerm>) -> Option<Box<Self>> {
+        (!ports.is_empty() || !anti_terms.is_empty()).then(|| Box::new(Self { ports, anti_terms }))
+    }
 }
 
 /// One affinity-style term: the pod's namespace must be in the set and its
@@ -412,6 +431,55 @@ impl Index {
 /// Inverses of the incremental updates, for a simulation rolling back what
 /// it tried (always last in, first out).
 impl Index {
+    /// Forgets everything built on demand (topology columns, spread masks, the counts of
+    /// pods matching each selector, and which anti-affinity terms match which pods), and
+    /// the anti-affinity groups no placed pod carries any more. What stays is what placed
+    /// pods put in eagerly, the groups' per-domain counts, whose domain ids a column
+    /// rebuilt from the same nodes gives again (ids follow the nodes' order). A state kept
+    /// from one snapshot to the next does this when a plan is rolled back, so the questions
+    /// of one plan's pending pods do not pile up, nor cost every pod counted later.
+    pub(crate) fn forget_derived(&mut self) {
+        self.columns.clear();
+        self.masks.clear();
+        self.mask_ids.clear();
+        self.matchers.clear();
+        self.matcher_ids.clear();
+        self.anti_matches.clear();
+        if self.anti_groups.iter().any(|g| !g.counts.any_pods()) {
+            self.anti_groups.retain(|g| g.counts.any_pods());
+            self.anti_ids = self
+                .anti_groups
+                .iter()
+                .enumerate()
+                .map(|(id, g)| (g.term.clone(), id))
+                .collect();
+        }
+    }
+
+    /// Per anti-affinity group with pods: its term, and the count of its pods in each
+    /// node's domain (for comparing two states, see `FilterState::summary`).
+    pub(crate) fn anti_counts_per_node(
+        &mut self,
+        nodes: &[NodeRecord],
+    ) -> Vec<(AntiTerm, Vec<i64>)> {
+        let groups: Vec<(AntiTerm, Arc<DomainCounts>)> = self
+            .anti_groups
+            .iter()
+            .filter(|g| g.counts.any_pods())
+            .map(|g| (g.term.clone(), g.counts.clone()))
+            .collect();
+        groups
+            .into_iter()
+            .map(|(term, counts)| {
+                let column = self.column(&term.topology_key, nodes);
+                let per_node = (0..nodes.len())
+                    .map(|i| column.indexed(i).map_or(0, |d| counts.pods_in(d)))
+                    .collect();
+                (term, per_node)
+            })
+            .collect()
+    }
+
     /// The inverse of [`Index::on_add_pod`].
     pub(crate) fn on_remove_pod(&mut self, pod: &PodRecord) {
         let node_index = pod.node_index;

@@ -269,6 +269,7 @@ pub(crate) fn prepare(
             labels: labels.cloned().map(std::sync::Arc::new),
             terminating: false,
             node_index: usize::MAX,
+            placed: None,
         };
         let all = PodMatcher {
             clauses: affinity_terms

@@ -29,6 +29,19 @@ impl Interned {
         (shared, true)
     }
 
+    /// Forgets the namespaces and label sets no record shares any more (only this set
+    /// holds them), so a state kept from one snapshot to the next does not pile up the
+    /// label sets of every pod it ever counted.
+    pub(crate) fn forget_unshared(&mut self) {
+        self.namespaces.retain(|n| Arc::strong_count(n) > 1);
+        self.labels.retain(|l| Arc::strong_count(l) > 1);
+    }
+
+    /// The namespaces interned.
+    pub(crate) fn namespace_names(&self) -> impl Iterator<Item = &str> {
+        self.namespaces.iter().map(|n| &**n)
+    }
+
     /// The shared copy of `labels`.
     pub(crate) fn labels(&mut self, labels: &Labels) -> Arc<Labels> {
         if let Some(shared) = self.labels.get(labels) {
@@ -69,6 +82,14 @@ impl NamespaceRegistry {
         if !self.labels.contains_key(name) {
             self.labels.insert(name.to_string(), Labels::new());
         }
+    }
+
+    /// Every namespace known, with its labels, in name order.
+    pub(crate) fn entries(&self) -> Vec<(String, Labels)> {
+        self.labels
+            .iter()
+            .map(|(name, labels)| (name.clone(), labels.clone()))
+            .collect()
     }
 
     /// The labels of a namespace, `None` when it is unknown.

@@ -30,6 +30,7 @@ mod capacity;
 mod extended_resources;
 mod index;
 mod inter_pod_affinity;
+mod kept;
 mod labels;
 mod node_affinity;
 mod node_name;
@@ -52,13 +53,14 @@ use k8s_openapi::api::resource::v1::DeviceClass;
 pub use crate::selectors::SelectorParseError;
 pub use capacity::Allocatable;
 pub use extended_resources::{EXTENDED_RESOURCE_CLAIM_ANNOTATION, extended_resource_claim};
+pub use kept::{Mark, NodeSummary, RollBackError, Summary, same_to_filters};
 pub use unbind::TakenOff;
 
 use crate::gates::FeatureGates;
 use crate::objects::ObjectRef;
 use crate::reason::{Code, Reason, Words};
 use extended_resources::ExtendedResourceMap;
-use index::{Index, NodeRecord, PodRecord};
+use index::{Index, NodeRecord, Placed, PodRecord};
 use inter_pod_affinity::{AffinityRefusal, PreparedAffinity};
 use labels::{Interned, NamespaceRegistry};
 use node_affinity::RequiredNodeAffinity;
@@ -302,6 +304,8 @@ pub struct FilterState {
     extended_gate: bool,
     /// Built lazily by `prepare`, which only has `&self`.
     index: Mutex<Index>,
+    /// Records taken off their node and not put back yet ([`FilterState::take_off`]).
+    taken_off: usize,
 }
 
 /// Pods that hold resources on their node: bound and not finished (the
@@ -317,13 +321,25 @@ impl FilterState {
     /// counted on their node.
     #[must_use]
     pub fn new(nodes: &[Node], pods: &[Pod], namespaces: &[Namespace]) -> Self {
+        Self::of_nodes(nodes.iter(), pods, namespaces)
+    }
+
+    /// [`FilterState::new`] over borrowed nodes, in the order given (index = node index):
+    /// for a caller whose nodes are not in one vector in that order.
+    #[must_use]
+    pub fn of_nodes<'a>(
+        nodes: impl ExactSizeIterator<Item = &'a Node>,
+        pods: &[Pod],
+        namespaces: &[Namespace],
+    ) -> Self {
         // Room for the template nodes a plan adds, as the loader leaves it in the
         // snapshot's own vector of nodes (`Loader::reserve_for`).
-        let room = nodes.len() + nodes.len() / 8;
+        let count = nodes.len();
+        let room = count + count / 8;
         let mut state = Self {
             nodes: Vec::with_capacity(room),
             usage: Vec::with_capacity(room),
-            node_ids: HashMap::with_capacity_and_hasher(nodes.len(), Default::default()),
+            node_ids: HashMap::with_capacity_and_hasher(count, Default::default()),
             pods: Vec::new(),
             pod_requested: Vec::new(),
             namespaces: NamespaceRegistry::new(namespaces),
@@ -332,6 +348,7 @@ impl FilterState {
             extended: ExtendedResourceMap::default(),
             extended_gate: false,
             index: Mutex::new(Index::default()),
+            taken_off: 0,
         };
         for node in nodes {
             state.add_node(node);
@@ -340,11 +357,8 @@ impl FilterState {
         // records' vectors their doublings (each a copy into freshly zeroed pages).
         state.pods.reserve(pods.len());
         state.pod_requested.reserve(pods.len());
-        for pod in pods.iter().filter(|p| is_active(p)) {
-            let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-            if let Some(node_index) = bound.and_then(|name| state.node_ids.get(name).copied()) {
-                state.add_pod(pod, node_index);
-            }
+        for pod in pods {
+            state.count_bound(pod);
         }
         state
     }
@@ -402,11 +416,6 @@ impl FilterState {
             // Bound pods passed validation; a bad quantity counts as zero.
             None => bound_pod_vec(pod, &mut self.resources),
         };
-        let usage = &mut self.usage[node_index];
-        usage.requested.add(&requested);
-        self.pod_requested.push(requested);
-        usage.pod_count += 1;
-        usage.ports.extend(node_ports::pod_host_ports(pod));
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let (shared_namespace, first_seen) = self.interned.namespace(namespace);
         if first_seen {
@@ -424,13 +433,65 @@ impl FilterState {
                 .map(|labels| self.interned.labels(labels)),
             terminating: pod.metadata.deletion_timestamp.is_some(),
             node_index,
+            placed: Placed::of(
+                node_ports::pod_host_ports(pod),
+                inter_pod_affinity::placed_anti_terms(pod),
+            ),
         };
-        let index = self.index.get_mut().unwrap_or_else(PoisonError::into_inner);
-        index.on_add_pod(&record);
-        for term in inter_pod_affinity::placed_anti_terms(pod) {
-            index.add_anti_term(term, node_index, &self.nodes);
-        }
         self.pods.push(record);
+        self.pod_requested.push(requested);
+        self.count(self.pods.len() - 1);
+    }
+
+    /// Counts record `record` on its node: its requests, pod slot, host ports, and its
+    /// place in the affinity and spread indexes.
+    fn count(&mut self, record: usize) {
+        let Some(pod) = self.pods.get(record) else {
+            return;
+        };
+        let node_index = pod.node_index;
+        let Some(usage) = self.usage.get_mut(node_index) else {
+            return;
+        };
+        if let Some(requested) = self.pod_requested.get(record) {
+            usage.requested.add(requested);
+        }
+        usage.pod_count += 1;
+        let index = self.index.get_mut().unwrap_or_else(PoisonError::into_inner);
+        index.on_add_pod(pod);
+        if let Some(placed) = pod.placed.as_deref() {
+            usage.ports.extend(placed.ports.iter().cloned());
+            for term in &placed.anti_terms {
+                index.add_anti_term(term.clone(), node_index, &self.nodes);
+            }
+        }
+    }
+
+    /// The inverse of [`FilterState::count`]. The record keeps its node index.
+    fn uncount(&mut self, record: usize) {
+        let Some(pod) = self.pods.get(record) else {
+            return;
+        };
+        let node_index = pod.node_index;
+        let Some(usage) = self.usage.get_mut(node_index) else {
+            return;
+        };
+        if let Some(requested) = self.pod_requested.get(record) {
+            usage.requested.sub(requested);
+        }
+        usage.pod_count -= 1;
+        let index = self.index.get_mut().unwrap_or_else(PoisonError::into_inner);
+        index.on_remove_pod(pod);
+        if let Some(placed) = pod.placed.as_deref() {
+            for port in &placed.ports {
+                if let Some(at) = usage.ports.iter().position(|p| p == port) {
+                    usage.ports.remove(at);
+                }
+            }
+            for term in &placed.anti_terms {
+                index.remove_anti_term(term, node_index, &self.nodes);
+            }
+        }
     }
 
     /// How many nodes the state knows.

@@ -195,6 +195,14 @@ impl ResourceTable {
     pub(crate) fn get(&self, name: &str) -> Option<u32> {
         self.ids.get(name).copied()
     }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.ids.iter().map(|(name, id)| (name.as_str(), *id))
+    }
 }
 
 /// cpu, memory, ephemeral storage and scalars of one node or pod, as

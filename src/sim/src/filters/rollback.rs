@@ -5,30 +5,23 @@
 
 use std::sync::PoisonError;
 
-use k8s_openapi::api::core::v1::Pod;
-
-use super::{FilterState, inter_pod_affinity, node_ports};
+use super::FilterState;
+use super::unbind::NO_NODE;
 
 impl FilterState {
     /// The inverse of [`FilterState::add_pod`] for the pod added last.
-    pub fn remove_last_pod(&mut self, pod: &Pod) {
-        let Some(record) = self.pods.pop() else {
+    pub fn remove_last_pod(&mut self) {
+        let Some(last) = self.pods.len().checked_sub(1) else {
             return;
         };
-        let node_index = record.node_index;
-        let requested = self.pod_requested.pop().unwrap_or_default();
-        if let Some(usage) = self.usage.get_mut(node_index) {
-            usage.requested.sub(&requested);
-            usage.pod_count -= 1;
-            let ports = node_ports::pod_host_ports(pod).len();
-            let keep = usage.ports.len().saturating_sub(ports);
-            usage.ports.truncate(keep);
+        if self.pods[last].node_index == NO_NODE {
+            // Taken off after it was added, and not put back.
+            self.taken_off = self.taken_off.saturating_sub(1);
+        } else {
+            self.uncount(last);
         }
-        let index = self.index.get_mut().unwrap_or_else(PoisonError::into_inner);
-        index.on_remove_pod(&record);
-        for term in inter_pod_affinity::placed_anti_terms(pod) {
-            index.remove_anti_term(&term, node_index, &self.nodes);
-        }
+        self.pods.pop();
+        self.pod_requested.pop();
     }
 
     /// The inverse of [`FilterState::add_node`] for the node added last.

@@ -25,7 +25,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::dra::{AllocatedState, DraCatalog, ShareIdGenerator};
-use crate::filters::{FilterState, PreparedPod};
+use crate::filters::{FilterState, Mark, PreparedPod};
 use crate::gates::FeatureGates;
 use crate::objects::{ClusterObjects, ObjectRef};
 use crate::pods::has_required_anti_affinity;
@@ -58,6 +58,21 @@ pub fn object_key(meta: &ObjectMeta) -> ObjectKey {
 #[error("pod {0} is not bound to a node of the snapshot")]
 pub struct NotBound(pub ObjectKey);
 
+/// What a snapshot leaves when given up ([`Snapshot::into_parts`]).
+#[derive(Debug)]
+pub struct Parts {
+    /// Nodes in name order, then the nodes the simulation added.
+    pub nodes: Vec<Node>,
+    /// Pods in input order, then the pods added, each bound where the simulation put it.
+    pub pods: Vec<Pod>,
+    /// The ResourceSlices the snapshot was built with, in their order, then the ones added.
+    pub resource_slices: Vec<ResourceSlice>,
+    /// The filter state of the nodes and pods given, as the snapshot was built with it.
+    pub filters: Option<FilterState>,
+    /// The snapshot was given its filter state and used it (see [`Snapshot::with_filters`]).
+    pub filters_reused: bool,
+}
+
 /// The claims one pod needs, resolved.
 #[derive(Debug, Clone, Default)]
 pub struct PodClaims {
@@ -82,6 +97,10 @@ pub struct Snapshot {
     share_ids: ShareIdGenerator,
     undo: Vec<Undo>,
     filters: FilterState,
+    /// The filter state as the snapshot was built with it, to hand it back so.
+    filters_base: Mark,
+    /// The filter state was given ([`Snapshot::with_filters`]) and used.
+    filters_reused: bool,
     device_classes: Vec<DeviceClass>,
     /// PreFilter result of the pod checked last, valid while `generation`
     /// is unchanged (placements change domain counts).
@@ -137,6 +156,23 @@ impl Snapshot {
     /// Builds the state from loaded objects. Nodes are kept in name order.
     #[must_use]
     pub fn new(objects: ClusterObjects, gates: FeatureGates) -> Self {
+        Self::build(objects, gates, None)
+    }
+
+    /// [`Snapshot::new`] with the filter state of the objects' nodes (in name order) and
+    /// bound pods made before: a state kept from the last snapshot of the same cluster and
+    /// brought up to date ([`FilterState::forget_bound`], [`FilterState::count_bound`]), as
+    /// indexing every node and bound
+    /// pod is the largest part of building a snapshot of a large cluster. A state that
+    /// does not hold the nodes in name order, or holds another number of bound pods than
+    /// the objects have, is not used: the snapshot indexes the objects afresh, and
+    /// [`Parts::filters_reused`] says so. [`Snapshot::into_parts`] hands the state back.
+    #[must_use]
+    pub fn with_filters(objects: ClusterObjects, gates: FeatureGates, filters: FilterState) -> Self {
+        Self::build(objects, gates, Some(filters))
+    }
+
+    fn build(objects: ClusterObjects, gates: FeatureGates, kept: Option<FilterState>) -> Self {
         let ClusterObjects {
             nodes,
             pods,
@@ -151,8 +187,15 @@ impl Snapshot {
         } = objects;
         let nodes = in_name_order(nodes);
         let labels_matter = pods.iter().any(has_required_anti_affinity);
-        let mut filters = FilterState::new(&nodes, &pods, &namespaces);
+        let (mut filters, filters_reused) = match kept {
+            Some(mut kept) if kept.holds(&nodes, &pods) => {
+                kept.set_namespaces(&namespaces);
+                (kept, true)
+            }
+            _ => (FilterState::new(&nodes, &pods, &namespaces), false),
+        };
         filters.set_device_classes(&device_classes, &gates);
+        let filters_base = filters.mark();
         let node_index = nodes
             .iter()
             .enumerate()
@@ -183,6 +226,8 @@ impl Snapshot {
             share_ids: ShareIdGenerator::default(),
             undo: Vec::new(),
             filters,
+            filters_base,
+            filters_reused,
             device_classes,
             prepared: None,
             generation: 0,
@@ -297,6 +342,24 @@ impl Snapshot {
     #[must_use]
     pub fn into_nodes_pods_and_slices(self) -> (Vec<Node>, Vec<Pod>, Vec<ResourceSlice>) {
         (self.nodes, self.pods, self.dra.into_initial_slices())
+    }
+
+    /// Gives up the snapshot, keeping its nodes, pods and ResourceSlices (as
+    /// [`Snapshot::into_nodes_pods_and_slices`]) and its filter state as the snapshot was
+    /// built with it: the nodes and pods given, without the nodes the simulation added or
+    /// the placements it made. That state is `None` when it cannot be rolled back (a
+    /// simulation took pods off their nodes and kept it so).
+    #[must_use]
+    pub fn into_parts(self) -> Parts {
+        let mut filters = self.filters;
+        let filters = filters.roll_back_to(self.filters_base).is_ok().then_some(filters);
+        Parts {
+            nodes: self.nodes,
+            pods: self.pods,
+            resource_slices: self.dra.into_initial_slices(),
+            filters,
+            filters_reused: self.filters_reused,
+        }
     }
 
     /// The feature gates in force.

@@ -162,7 +162,7 @@ impl Snapshot {
             spec.node_name = Some(node);
         }
         if let Some(taken) = &taken {
-            self.filters.put_back(&self.pods[pod_index], taken);
+            self.filters.put_back(taken);
         }
         self.cursors = cursors;
     }

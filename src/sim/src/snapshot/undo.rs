@@ -93,7 +93,7 @@ impl Snapshot {
                     claims,
                     allocations,
                 } => {
-                    self.filters.remove_last_pod(&self.pods[pod_index]);
+                    self.filters.remove_last_pod();
                     if let Some(spec) = self.pods[pod_index].spec.as_mut() {
                         spec.node_name = previous_node;
                     }
