@@ -25,9 +25,10 @@ use std::time::Instant;
 
 use dra_api::NodeGroup;
 use dra_plan::PlanOptions;
-use dra_plan::handback::plan_handing_back;
+use dra_plan::handback::plan_keeping_filters;
 use dra_plan::report::{GangOutcome, PlanReport, ScaleUp};
 use dra_sim::FeatureGates;
+use dra_sim::filters::FilterState;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Resource;
 use tokio::sync::watch;
@@ -203,7 +204,7 @@ impl Autoscaler {
         inputs: &Inputs,
         membership: &Membership,
         groups: &BTreeMap<String, NodeGroup>,
-        objects: dra_sim::ClusterObjects,
+        (objects, filters): (dra_sim::ClusterObjects, Option<FilterState>),
         plan: &PlanReport,
         booting: &[String],
         now: Timestamp,
@@ -215,7 +216,7 @@ impl Autoscaler {
             .as_ref()
             .filter(|_| evaluate && self.is_leader())
         else {
-            self.view().give_back(objects.nodes, objects.pods);
+            self.view().give_back(objects.nodes, objects.pods, filters);
             summary.phases.hand_back = clock.lap();
             return;
         };
@@ -236,7 +237,7 @@ impl Autoscaler {
         summary.phases.scale_down_writes = clock.lap().saturating_sub(ran.analysis);
         summary.scale_down = Some(ran);
         if let Ok((nodes, pods)) = handed_back.await {
-            self.view().give_back(nodes, pods);
+            self.view().give_back(nodes, pods, filters);
         }
         summary.phases.hand_back = clock.lap();
     }
@@ -339,7 +340,7 @@ impl Autoscaler {
                 inputs,
                 &membership,
                 &groups,
-                built.objects,
+                (built.objects, built.filters),
                 &PlanReport::default(),
                 &built.booting_nodes,
                 now,
@@ -352,9 +353,9 @@ impl Autoscaler {
 
         // The planner hands the nodes and pods back for the scale-down analysis: one
         // copy of the cluster per loop, not two.
-        let planned = self.plan(built.objects, now).await;
+        let planned = self.plan(built.objects, built.filters, now).await;
         summary.phases.plan = clock.lap();
-        let Some((report, scale_down_objects)) = planned else {
+        let Some((report, scale_down_objects, filters)) = planned else {
             self.metrics.loop_errors.inc();
             self.finish(started, now);
             return summary;
@@ -428,7 +429,7 @@ impl Autoscaler {
             inputs,
             &membership,
             &groups,
-            scale_down_objects,
+            (scale_down_objects, filters),
             &report,
             &built.booting_nodes,
             now,
@@ -480,31 +481,44 @@ impl Autoscaler {
     }
 
     /// The plan of `objects`, and `objects` handed back as they were given
-    /// ([`dra_plan::handback`]).
+    /// ([`dra_plan::handback`]), with the planner's index of them (`filters`, kept by the
+    /// view) as it was given.
     async fn plan(
         &self,
         objects: dra_sim::ClusterObjects,
+        filters: Option<FilterState>,
         now: Timestamp,
-    ) -> Option<(PlanReport, dra_sim::ClusterObjects)> {
+    ) -> Option<(PlanReport, dra_sim::ClusterObjects, Option<FilterState>)> {
         let gates = self.config.gates;
         let mut options = self.config.plan.clone();
         options.now = Some(now);
         options.provisioning_request_backoff = self.provreq_backoff().clone();
         let plan_started = Instant::now();
         // The planner is CPU-bound and synchronous: keep it off the runtime's workers.
-        let result =
-            tokio::task::spawn_blocking(move || plan_handing_back(objects, gates, &options)).await;
+        let given = filters.is_some();
+        let result = tokio::task::spawn_blocking(move || {
+            plan_keeping_filters(objects, filters, gates, &options)
+        })
+        .await;
         self.metrics
             .plan_duration
             .observe(plan_started.elapsed().as_secs_f64());
         match result {
-            Ok((report, objects)) => {
+            Ok(handed) => {
+                let report = handed.plan;
                 // The loop checked every group before (`validity`) and
                 // reported the invalid ones once; the planner's copy is noise.
                 for error in &report.node_group_errors {
                     tracing::debug!(node_group = %error.node_group, error = %error.error, "invalid NodeGroup left out");
                 }
-                Some((report, objects))
+                if given && !handed.filters_reused {
+                    // The view's index did not hold its nodes and pods: a bug, which the
+                    // planner's fresh index repairs (and the view keeps that one).
+                    tracing::warn!(
+                        "the planner's kept index did not match the cluster; indexed afresh"
+                    );
+                }
+                Some((report, handed.objects, handed.filters))
             }
             Err(error) => {
                 tracing::error!(%error, "the planner panicked");

@@ -106,7 +106,7 @@ pub struct BuildOptions {
 }
 
 /// The planner's input and what was left out of it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Built {
     /// The objects to plan with.
     pub objects: ClusterObjects,
@@ -116,6 +116,9 @@ pub struct Built {
     pub planned_for: Vec<ObjectRef>,
     /// Registered nodes standing in as their group's template (not Ready yet).
     pub booting_nodes: Vec<String>,
+    /// The planner's index of `objects`' nodes and bound pods, made before (see
+    /// [`View`]); `None` from [`build`], which keeps nothing.
+    pub filters: Option<dra_sim::filters::FilterState>,
 }
 
 /// Where objects read from the API server say they came from, for messages.
@@ -211,7 +214,9 @@ pub fn build(
     node_groups: &[NodeGroup],
     options: &BuildOptions,
 ) -> Built {
-    View::default().update(inputs, membership, node_groups, options)
+    let mut built = View::default().update(inputs, membership, node_groups, options);
+    built.filters = None;
+    built
 }
 
 /// The template standing for `node` when it is a registered node of a group that is not

@@ -130,7 +130,8 @@ pub fn plan_keeping_filters(
         resource_slices: std::mem::take(&mut rest.resource_slices),
         ..rest.clone()
     };
-    let (plan, planned) = prepare_with(planning, filters, gates, options).run_keeping_state(options);
+    let (plan, planned) =
+        prepare_with(planning, filters, gates, options).run_keeping_state(options);
     let parts = planned.into_parts();
     let (nodes, pods) = given.restore((parts.nodes, parts.pods));
     let mut resource_slices = parts.resource_slices;

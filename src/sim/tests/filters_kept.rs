@@ -86,7 +86,12 @@ fn pod(id: usize, shape: &Shape) -> Pod {
 
 fn shape() -> impl Strategy<Value = Shape> {
     (
-        (0..3usize, proptest::option::of(0..3usize), 100..2000u32, 0..3u8),
+        (
+            0..3usize,
+            proptest::option::of(0..3usize),
+            100..2000u32,
+            0..3u8,
+        ),
         (
             proptest::option::weighted(0.2, prop_oneof![Just(80u16), Just(8080u16)]),
             proptest::bool::weighted(0.2),
@@ -203,8 +208,18 @@ fn a_pod_that_was_never_counted_is_reported_missing() {
     let counted = pod(1, &bound_to(0));
     let mut state = FilterState::new(&nodes, std::slice::from_ref(&counted), &namespaces());
     let stranger = pod(2, &bound_to(1));
-    let unbound = pod(3, &Shape { node: None, ..bound_to(0) });
-    assert_eq!(state.forget_bound([&stranger, &unbound]), 1, "the bound one only");
+    let unbound = pod(
+        3,
+        &Shape {
+            node: None,
+            ..bound_to(0)
+        },
+    );
+    assert_eq!(
+        state.forget_bound([&stranger, &unbound]),
+        1,
+        "the bound one only"
+    );
     assert_eq!(state.forget_bound([&counted]), 0);
     assert_eq!(state.forget_bound([&counted]), 1, "already gone");
     state.set_namespaces(&namespaces());
@@ -243,10 +258,15 @@ fn a_heartbeat_is_nothing_to_the_filters_but_a_label_or_allocatable_is() {
         .allocatable
         .as_mut()
         .unwrap()
-        .insert("cpu".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("4".into()));
+        .insert(
+            "cpu".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("4".into()),
+        );
     assert!(!same_to_filters(&before, &smaller));
     let mut tainted = before.clone();
-    tainted.spec = Some(serde_json::from_value(json!({"taints": [{"key": "k", "effect": "NoSchedule"}]})).unwrap());
+    tainted.spec = Some(
+        serde_json::from_value(json!({"taints": [{"key": "k", "effect": "NoSchedule"}]})).unwrap(),
+    );
     assert!(!same_to_filters(&before, &tainted));
 }
 

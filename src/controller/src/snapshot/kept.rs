@@ -31,6 +31,28 @@ pub(super) struct Kept<K> {
 
 type Index<T> = HashMap<T, usize, foldhash::fast::RandomState>;
 
+/// What keeping an object did to its copy.
+#[derive(Debug)]
+pub(super) enum Change<K> {
+    /// The copy made before stands.
+    Same,
+    /// A first copy was made.
+    Added,
+    /// A new copy replaced this one.
+    Replaced(K),
+}
+
+impl<K> Change<K> {
+    /// A copy was made.
+    pub(super) fn copied(&self) -> bool {
+        !matches!(self, Change::Same)
+    }
+}
+
+/// `made_with` of a copy made by the caller ([`Kept::keep_made`]), which no group name
+/// (a DNS name) can be.
+const MADE: &str = "\u{0}made";
+
 impl<K> Default for Kept<K> {
     fn default() -> Self {
         Self {
@@ -52,7 +74,8 @@ impl<K> Kept<K> {
     }
 
     /// Keeps a copy of `object` made with `made_with`: the copy made before when both are
-    /// unchanged (`false`), else a new one from `copy` (`true`).
+    /// unchanged, else a new one from `copy`. Returns what it did, and the copy's place
+    /// (until the next [`Kept::sweep`]).
     pub(super) fn keep(
         &mut self,
         object: &Arc<K>,
@@ -60,15 +83,52 @@ impl<K> Kept<K> {
         key: impl FnOnce() -> String,
         copy: impl FnOnce() -> K,
         seen: u64,
-    ) -> bool {
+    ) -> (Change<K>, usize) {
         if let Some(&i) = self.by_address.get(&address(object)) {
             let origin = &mut self.origins[i];
             if origin.made_with.as_deref() == made_with {
                 origin.seen = seen;
-                return false;
+                return (Change::Same, i);
             }
         }
         let key = key();
+        self.put(object, key, made_with, copy(), seen)
+    }
+
+    /// Keeps `made`, a copy the caller made from `object` (a booting node's template): the
+    /// copy kept before when it is equal, else `made`.
+    pub(super) fn keep_made(
+        &mut self,
+        object: &Arc<K>,
+        key: String,
+        made: K,
+        seen: u64,
+    ) -> (Change<K>, usize)
+    where
+        K: PartialEq,
+    {
+        if let Some(&i) = self.by_key.get(&key)
+            && self.origins[i].made_with.as_deref() == Some(MADE)
+            && self.items.get(i) == Some(&made)
+        {
+            self.by_address.remove(&address(&self.origins[i].object));
+            self.by_address.insert(address(object), i);
+            let origin = &mut self.origins[i];
+            origin.object = object.clone();
+            origin.seen = seen;
+            return (Change::Same, i);
+        }
+        self.put(object, key, Some(MADE), made, seen)
+    }
+
+    fn put(
+        &mut self,
+        object: &Arc<K>,
+        key: String,
+        made_with: Option<&str>,
+        copy: K,
+        seen: u64,
+    ) -> (Change<K>, usize) {
         let origin = Origin {
             object: object.clone(),
             key: key.clone(),
@@ -78,24 +138,35 @@ impl<K> Kept<K> {
         match self.by_key.get(&key) {
             Some(&i) => {
                 self.by_address.remove(&address(&self.origins[i].object));
-                self.items[i] = copy();
+                let old = std::mem::replace(&mut self.items[i], copy);
                 self.origins[i] = origin;
                 self.by_address.insert(address(object), i);
+                (Change::Replaced(old), i)
             }
             None => {
                 let i = self.items.len();
-                self.items.push(copy());
+                self.items.push(copy);
                 self.origins.push(origin);
                 self.by_address.insert(address(object), i);
                 self.by_key.insert(key, i);
+                (Change::Added, i)
             }
         }
-        true
     }
 
-    /// Drops the copies of objects the update `seen` did not find; returns how many.
-    pub(super) fn sweep(&mut self, seen: u64) -> usize {
-        let mut dropped = 0;
+    /// The copy at `i`.
+    pub(super) fn get(&self, i: usize) -> Option<&K> {
+        self.items.get(i)
+    }
+
+    /// The copies (not lent).
+    pub(super) fn items(&self) -> &[K] {
+        &self.items
+    }
+
+    /// Drops the copies of objects the update `seen` did not find, and returns them.
+    pub(super) fn sweep(&mut self, seen: u64) -> Vec<K> {
+        let mut dropped = Vec::new();
         let mut i = 0;
         while i < self.origins.len() {
             if self.origins[i].seen == seen {
@@ -103,14 +174,13 @@ impl<K> Kept<K> {
                 continue;
             }
             let gone = self.origins.swap_remove(i);
-            self.items.swap_remove(i);
+            dropped.push(self.items.swap_remove(i));
             self.by_address.remove(&address(&gone.object));
             self.by_key.remove(&gone.key);
             if let Some(moved) = self.origins.get(i) {
                 self.by_address.insert(address(&moved.object), i);
                 self.by_key.insert(moved.key.clone(), i);
             }
-            dropped += 1;
         }
         dropped
     }
@@ -241,16 +311,20 @@ mod tests {
         let mut kept = Kept::default();
         let entries: Vec<Arc<String>> = names.iter().map(|n| Arc::new((*n).to_owned())).collect();
         for entry in &entries {
-            assert!(kept.keep(entry, None, || entry.to_string(), || entry.to_string(), 1));
+            let (change, _) = kept.keep(entry, None, || entry.to_string(), || entry.to_string(), 1);
+            assert!(matches!(change, Change::Added));
         }
         (kept, entries)
     }
 
     /// Whether every entry is kept as it was: keeping it again copies nothing.
     fn still_kept(kept: &mut Kept<String>, entries: &[Arc<String>]) -> bool {
-        entries
-            .iter()
-            .all(|e| !kept.keep(e, None, || e.to_string(), || e.to_string(), 2))
+        entries.iter().all(|e| {
+            !kept
+                .keep(e, None, || e.to_string(), || e.to_string(), 2)
+                .0
+                .copied()
+        })
     }
 
     fn strings(items: &[&str]) -> Vec<String> {

@@ -170,7 +170,12 @@ fn a_filter_state_of_other_nodes_is_not_used() {
         ..ClusterObjects::default()
     };
     let other = FilterState::new(&[node("a"), node("c")], &[], &[]);
-    let handed = plan_keeping_filters(objects, Some(other), FeatureGates::default(), &PlanOptions::default());
+    let handed = plan_keeping_filters(
+        objects,
+        Some(other),
+        FeatureGates::default(),
+        &PlanOptions::default(),
+    );
     assert!(!handed.filters_reused);
     let summary = handed.filters.map(|f| f.summary()).unwrap();
     let names: Vec<_> = summary.nodes.iter().map(|n| n.name.clone()).collect();

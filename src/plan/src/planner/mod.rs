@@ -122,7 +122,11 @@ pub fn prepare(objects: ClusterObjects, gates: FeatureGates) -> Prepared {
 /// Reads and indexes `objects` for [`Prepared::run`] with `options` (which
 /// ProvisioningRequests are served is decided here).
 #[must_use]
-pub fn prepare_for(objects: ClusterObjects, gates: FeatureGates, options: &PlanOptions) -> Prepared {
+pub fn prepare_for(
+    objects: ClusterObjects,
+    gates: FeatureGates,
+    options: &PlanOptions,
+) -> Prepared {
     prepare_with(objects, None, gates, options)
 }
 

@@ -168,7 +168,11 @@ impl Snapshot {
     /// the objects have, is not used: the snapshot indexes the objects afresh, and
     /// [`Parts::filters_reused`] says so. [`Snapshot::into_parts`] hands the state back.
     #[must_use]
-    pub fn with_filters(objects: ClusterObjects, gates: FeatureGates, filters: FilterState) -> Self {
+    pub fn with_filters(
+        objects: ClusterObjects,
+        gates: FeatureGates,
+        filters: FilterState,
+    ) -> Self {
         Self::build(objects, gates, Some(filters))
     }
 
@@ -352,7 +356,10 @@ impl Snapshot {
     #[must_use]
     pub fn into_parts(self) -> Parts {
         let mut filters = self.filters;
-        let filters = filters.roll_back_to(self.filters_base).is_ok().then_some(filters);
+        let filters = filters
+            .roll_back_to(self.filters_base)
+            .is_ok()
+            .then_some(filters);
         Parts {
             nodes: self.nodes,
             pods: self.pods,

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use dra_plan::PlanOptions;
-use dra_plan::handback::plan_handing_back;
+use dra_plan::handback::plan_keeping_filters;
 use dra_sim::FeatureGates;
 use k8s_openapi::api::core::v1::PodStatus;
 use k8s_openapi::jiff::SignedDuration;
@@ -87,16 +87,29 @@ fn one_loop(view: &mut View, inputs: &Inputs, groups: &[NodeGroup]) -> serde_jso
         "the view's input is the one built afresh"
     );
     assert_eq!(built.planned_for, fresh.planned_for);
-    let (_, back) = plan_handing_back(
+    // The index lent with them is the one made afresh of them.
+    let mut filters = built.filters.expect("the view lends its index");
+    filters.set_namespaces(&built.objects.namespaces);
+    assert_eq!(filters.summary(), fresh_index(&built.objects));
+    let handed = plan_keeping_filters(
         built.objects,
+        Some(filters),
         FeatureGates::default(),
         &PlanOptions {
             now: Some(now()),
             ..PlanOptions::default()
         },
     );
-    view.give_back(back.nodes, back.pods);
+    assert!(handed.filters_reused, "the planner used the view's index");
+    view.give_back(handed.objects.nodes, handed.objects.pods, handed.filters);
     lent
+}
+
+/// The planner's index of `objects` made afresh (nodes in name order).
+fn fresh_index(objects: &ClusterObjects) -> dra_sim::filters::Summary {
+    let mut nodes: Vec<&Node> = objects.nodes.iter().collect();
+    nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    FilterState::of_nodes(nodes.into_iter(), &objects.pods, &objects.namespaces).summary()
 }
 
 #[test]
@@ -111,7 +124,8 @@ fn an_idle_loop_copies_nothing_and_one_pod_event_copies_one_pod() {
         Counts {
             rebuilds: 1,
             copied: 4 + 40,
-            dropped: 0
+            dropped: 0,
+            indexed: 1,
         }
     );
 
@@ -121,9 +135,10 @@ fn an_idle_loop_copies_nothing_and_one_pod_event_copies_one_pod() {
         Counts {
             rebuilds: 1,
             copied: 0,
-            dropped: 0
+            dropped: 0,
+            indexed: 1,
         },
-        "nothing changed: nothing copied"
+        "nothing changed: nothing copied, nothing indexed"
     );
 
     // A watch event replaces one pod's entry in the store.
@@ -140,9 +155,10 @@ fn an_idle_loop_copies_nothing_and_one_pod_event_copies_one_pod() {
         Counts {
             rebuilds: 1,
             copied: 1,
-            dropped: 0
+            dropped: 0,
+            indexed: 1,
         },
-        "one pod event: one copy, no rebuild"
+        "one pod event: one copy, no rebuild, the index kept"
     );
     assert_eq!(
         lent["pods"]["default/running-7"]["metadata"]["labels"]["app"],
@@ -159,9 +175,30 @@ fn an_idle_loop_copies_nothing_and_one_pod_event_copies_one_pod() {
         Counts {
             rebuilds: 1,
             copied: 1,
-            dropped: 1
+            dropped: 1,
+            indexed: 1,
         }
     );
+
+    // A heartbeat on a node changes nothing the filters read: the index is kept.
+    let mut heartbeat = Node::clone(&inputs.nodes[0]);
+    heartbeat.metadata.resource_version = Some("2".into());
+    inputs.nodes[0] = Arc::new(heartbeat);
+    one_loop(&mut view, &inputs, &groups);
+    assert_eq!((view.counts().copied, view.counts().indexed), (1, 1));
+
+    // A node relabelled is indexed afresh, once.
+    let mut relabelled = Node::clone(&inputs.nodes[3]);
+    relabelled
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("zone".into(), "b".into());
+    inputs.nodes[3] = Arc::new(relabelled);
+    one_loop(&mut view, &inputs, &groups);
+    assert_eq!(view.counts().indexed, 2);
+    one_loop(&mut view, &inputs, &groups);
+    assert_eq!(view.counts().indexed, 2);
 }
 
 #[test]
@@ -172,11 +209,20 @@ fn a_node_booting_again_stands_as_its_template_and_its_copy_goes() {
     one_loop(&mut view, &inputs, &groups);
     inputs.nodes[1] = Arc::new(node("cpu-1", Some("cpu"), false, 60));
     let lent = one_loop(&mut view, &inputs, &groups);
-    assert_eq!(view.counts().dropped, 1);
-    assert_eq!(view.counts().copied, 0);
+    // Its copy is replaced by the template, which is kept as a copy is.
+    assert_eq!((view.counts().copied, view.counts().dropped), (1, 0));
     // The template a booting node stands as is Ready.
     let template: Node = serde_json::from_value(lent["nodes"]["cpu-1"].clone()).unwrap();
     assert!(super::super::is_ready(&template));
+    // Still booting next loop: the template stands, nothing copied.
+    let indexed = view.counts().indexed;
+    one_loop(&mut view, &inputs, &groups);
+    assert_eq!(view.counts().copied, 0);
+    assert_eq!(
+        view.counts().indexed,
+        indexed,
+        "nothing changed for the filters"
+    );
     // Ready again: copied again, the template gone.
     inputs.nodes[1] = Arc::new(node("cpu-1", Some("cpu"), true, 60));
     one_loop(&mut view, &inputs, &groups);
@@ -196,7 +242,8 @@ fn copies_not_handed_back_are_made_again() {
         Counts {
             rebuilds: 2,
             copied: 44,
-            dropped: 0
+            dropped: 0,
+            indexed: 2,
         }
     );
     // Handed back whole this time.
