@@ -4,9 +4,15 @@
 //! provider around it (issue #28):
 //!
 //! - `index`: `Snapshot::new` (the scheduler filters' and the DRA allocator's indexes of
-//!   every node and pod), which every loop builds afresh;
+//!   every node and pod), as a loop builds it without a kept index;
+//! - `index_kept`: `Snapshot::with_filters`, as the controller builds it each loop with the
+//!   filter state its view keeps (the DRA catalog and claims still built afresh);
+//! - `pod_event`: bringing that kept state up to date for one pod event (the old version
+//!   taken off, the new one counted);
 //! - `prepare`: the planner's whole preparation (groups, stand-ins, the snapshot, gangs);
-//! - `plan`: preparation and plan, the controller's `plan_ms`.
+//! - `plan`: preparation and plan, the controller's `plan_ms` without a kept index;
+//! - `plan_kept`: the controller's plan with its kept index: preparation, plan, and the
+//!   hand-back of the objects and of the index with the plan rolled back.
 //!
 //! `cargo bench -p dra-benches --bench loop_plan` (`DRA_LOOP_NODES`, `DRA_LOOP_PODS` and
 //! `DRA_LOOP_GANGS` resize it).
@@ -18,6 +24,7 @@ mod cluster;
 use std::sync::OnceLock;
 
 use dra_plan::{PlanOptions, planner};
+use dra_sim::filters::FilterState;
 use dra_sim::snapshot::Snapshot;
 use dra_sim::{ClusterObjects, FeatureGates};
 
@@ -77,6 +84,42 @@ fn index(bencher: divan::Bencher) {
         .bench_values(|objects| Snapshot::new(objects, FeatureGates::default()));
 }
 
+/// The filter state of `objects`' nodes (in name order) and bound pods, as the view keeps it.
+fn kept_filters(objects: &ClusterObjects) -> FilterState {
+    let mut nodes: Vec<_> = objects.nodes.iter().collect();
+    nodes.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    FilterState::of_nodes(nodes.into_iter(), &objects.pods, &objects.namespaces)
+}
+
+#[divan::bench(sample_count = 10)]
+fn index_kept(bencher: divan::Bencher) {
+    let objects = objects();
+    bencher
+        .counter(divan::counter::ItemsCount::new(objects.pods.len()))
+        .with_inputs(|| (objects.clone(), kept_filters(objects)))
+        .bench_values(|(objects, filters)| {
+            // Handed back whole, as the controller's planner does, and dropped untimed.
+            let parts =
+                Snapshot::with_filters(objects, FeatureGates::default(), filters).into_parts();
+            assert!(parts.filters_reused);
+            parts
+        });
+}
+
+#[divan::bench(sample_count = 10)]
+fn pod_event(bencher: divan::Bencher) {
+    let objects = objects();
+    let old = &objects.pods[objects.pods.len() / 2];
+    let mut new = old.clone();
+    new.metadata.resource_version = Some("changed".into());
+    bencher
+        .with_inputs(|| kept_filters(objects))
+        .bench_refs(|filters| {
+            assert_eq!(filters.forget_bound([old]), 0);
+            assert!(filters.count_bound(&new));
+        });
+}
+
 #[divan::bench(sample_count = 10)]
 fn prepare(bencher: divan::Bencher) {
     let objects = objects();
@@ -93,5 +136,22 @@ fn plan(bencher: divan::Bencher) {
         .bench_values(|objects| {
             planner::prepare(objects, FeatureGates::default())
                 .run_keeping_state(&PlanOptions::default())
+        });
+}
+
+#[divan::bench(sample_count = 10)]
+fn plan_kept(bencher: divan::Bencher) {
+    let objects = objects();
+    bencher
+        .with_inputs(|| (objects.clone(), kept_filters(objects)))
+        .bench_values(|(objects, filters)| {
+            let handed = dra_plan::handback::plan_keeping_filters(
+                objects,
+                Some(filters),
+                FeatureGates::default(),
+                &PlanOptions::default(),
+            );
+            assert!(handed.filters_reused && handed.filters.is_some());
+            handed
         });
 }

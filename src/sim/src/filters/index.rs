@@ -440,11 +440,7 @@ impl Index {
     /// of one plan's pending pods do not pile up, nor cost every pod counted later.
     pub(crate) fn forget_derived(&mut self) {
         self.columns.clear();
-        self.masks.clear();
-        self.mask_ids.clear();
-        self.matchers.clear();
-        self.matcher_ids.clear();
-        self.anti_matches.clear();
+        self.forget_matchers();
         if self.anti_groups.iter().any(|g| !g.counts.any_pods()) {
             self.anti_groups.retain(|g| g.counts.any_pods());
             self.anti_ids = self
@@ -454,6 +450,19 @@ impl Index {
                 .map(|(id, g)| (g.term.clone(), id))
                 .collect();
         }
+    }
+
+    /// Forgets the spread masks, the counts of pods matching each selector and which
+    /// anti-affinity terms match which pods, but not the topology columns: the groups'
+    /// counts are by the columns' domain ids, which a column rebuilt after nodes were
+    /// rolled back may not give again (an id stays taken by a value only a rolled-back node
+    /// had). Before a rollback, so that undoing each pod and node does not update them.
+    pub(crate) fn forget_matchers(&mut self) {
+        self.masks.clear();
+        self.mask_ids.clear();
+        self.matchers.clear();
+        self.matcher_ids.clear();
+        self.anti_matches.clear();
     }
 
     /// Per anti-affinity group with pods: its term, and the count of its pods in each

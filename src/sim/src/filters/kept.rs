@@ -85,6 +85,10 @@ impl FilterState {
         if self.nodes.len() < mark.nodes || self.pods.len() < mark.pods {
             return Err(RollBackError::BeforeMark);
         }
+        self.index
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .forget_matchers();
         while self.pods.len() > mark.pods {
             self.remove_last_pod();
         }

@@ -354,7 +354,11 @@ impl Snapshot {
     /// the placements it made. That state is `None` when it cannot be rolled back (a
     /// simulation took pods off their nodes and kept it so).
     #[must_use]
-    pub fn into_parts(self) -> Parts {
+    pub fn into_parts(mut self) -> Parts {
+        // PreFilter results share the filters' columns and counts: dropped first, the
+        // rollback's changes to those change them in place instead of copying them whole.
+        self.prepared = None;
+        self.stateless_prepared = HashMap::new();
         let mut filters = self.filters;
         let filters = filters
             .roll_back_to(self.filters_base)

@@ -180,6 +180,27 @@ fn an_idle_loop_copies_nothing_and_one_pod_event_copies_one_pod() {
         }
     );
 
+    // A pod nominated to a node holds its room there for the loop (the index lent counts
+    // it, as `one_loop` checks); the next loop, no longer nominated, it is not counted.
+    let mut nominated = pending_pod("nominated", "1", 60);
+    nominated
+        .status
+        .get_or_insert_with(Default::default)
+        .nominated_node_name = Some("cpu-0".into());
+    inputs.pods.push(Arc::new(nominated));
+    let lent = one_loop(&mut view, &inputs, &groups);
+    assert_eq!(
+        lent["pods"]["default/nominated"]["spec"]["nodeName"],
+        "cpu-0"
+    );
+    inputs.pods.pop();
+    one_loop(&mut view, &inputs, &groups);
+    assert_eq!(
+        view.counts().indexed,
+        1,
+        "the nominated pod came and went, index kept"
+    );
+
     // A heartbeat on a node changes nothing the filters read: the index is kept.
     let mut heartbeat = Node::clone(&inputs.nodes[0]);
     heartbeat.metadata.resource_version = Some("2".into());
