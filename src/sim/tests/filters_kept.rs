@@ -11,7 +11,7 @@ fn node(name: &str, zone: &str) -> Node {
         "metadata": {"name": name, "labels": {"zone": zone, "kubernetes.io/hostname": name}},
         "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "20", "example.com/gpu": "4"}}
     }))
-    .unwrap()
+    .expect("a test object")
 }
 
 fn nodes() -> Vec<Node> {
@@ -26,7 +26,7 @@ fn nodes() -> Vec<Node> {
 fn namespaces() -> Vec<Namespace> {
     vec![
         serde_json::from_value(json!({"metadata": {"name": "team-a", "labels": {"team": "a"}}}))
-            .unwrap(),
+            .expect("a test object"),
     ]
 }
 
@@ -81,7 +81,7 @@ fn pod(id: usize, shape: &Shape) -> Pod {
             }]
         }});
     }
-    serde_json::from_value(value).unwrap()
+    serde_json::from_value(value).expect("a test object")
 }
 
 fn shape() -> impl Strategy<Value = Shape> {
@@ -187,7 +187,7 @@ proptest! {
                     let template = state.add_node(&node("template-0", "c"));
                     for (i, shape) in placed.iter().enumerate() {
                         let mut placed = pod(1000 + i, shape);
-                        placed.spec.as_mut().unwrap().node_name = None;
+                        placed.spec.as_mut().expect("a test object").node_name = None;
                         let on = shape.node.map_or(template, |n| n.min(template));
                         state.add_pod(&placed, on);
                     }
@@ -245,8 +245,8 @@ fn a_state_with_pods_taken_off_does_not_roll_back_or_forget() {
 fn a_heartbeat_is_nothing_to_the_filters_but_a_label_or_allocatable_is() {
     let before = node("n0", "a");
     let mut heartbeat = before.clone();
-    heartbeat.status.as_mut().unwrap().conditions = Some(vec![
-        serde_json::from_value(json!({"type": "Ready", "status": "True"})).unwrap(),
+    heartbeat.status.as_mut().expect("a test object").conditions = Some(vec![
+        serde_json::from_value(json!({"type": "Ready", "status": "True"})).expect("a test object"),
     ]);
     assert!(same_to_filters(&before, &heartbeat));
     assert!(!same_to_filters(&before, &node("n0", "b")));
@@ -254,10 +254,10 @@ fn a_heartbeat_is_nothing_to_the_filters_but_a_label_or_allocatable_is() {
     smaller
         .status
         .as_mut()
-        .unwrap()
+        .expect("a test object")
         .allocatable
         .as_mut()
-        .unwrap()
+        .expect("a test object")
         .insert(
             "cpu".into(),
             k8s_openapi::apimachinery::pkg::api::resource::Quantity("4".into()),
@@ -265,7 +265,8 @@ fn a_heartbeat_is_nothing_to_the_filters_but_a_label_or_allocatable_is() {
     assert!(!same_to_filters(&before, &smaller));
     let mut tainted = before.clone();
     tainted.spec = Some(
-        serde_json::from_value(json!({"taints": [{"key": "k", "effect": "NoSchedule"}]})).unwrap(),
+        serde_json::from_value(json!({"taints": [{"key": "k", "effect": "NoSchedule"}]}))
+            .expect("a test object"),
     );
     assert!(!same_to_filters(&before, &tainted));
 }
