@@ -144,7 +144,11 @@ fn read_in_pieces(
         typed += items.len();
         drop(items);
         if end_of_text {
-            return Ok(read.is_ok_and(|shape| shape.is_list()));
+            let is_list = read.is_ok_and(|shape| shape.is_list());
+            if is_list {
+                loader.keep_room();
+            }
+            return Ok(is_list);
         }
         match (done, placeholder) {
             (Some((first, last)), at) => {
