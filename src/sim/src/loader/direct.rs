@@ -177,9 +177,7 @@ impl Loader {
         objects.resource_slices.reserve(slices);
         objects.resource_claims.reserve(claims);
     }
-}
 
-impl Loader {
     /// Gives the nodes and pods an eighth more room than they fill, for a list whose
     /// items were not counted first ([`super::pieces`] reads its text once, so its
     /// vectors grew as items came): the room [`Self::reserve_for`] leaves for the
