@@ -1,6 +1,6 @@
 //! Reads snapshot files and directories into the pure loader.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use dra_sim::{Loaded, Loader};
@@ -105,10 +105,6 @@ impl FilePieces {
 }
 
 impl dra_sim::loader::Pieces for FilePieces {
-    fn rewind(&mut self) -> std::io::Result<()> {
-        self.file.seek(SeekFrom::Start(0)).map(|_| ())
-    }
-
     fn read_more(&mut self, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
         (&mut self.file).take(Self::PIECE).read_to_end(buffer)
     }

@@ -14,6 +14,8 @@ use crate::defaults;
 use crate::objects::{ClusterObjects, ExtraObject, ObjectRef, Origin};
 
 mod direct;
+#[cfg(test)]
+mod fixtures;
 mod identities;
 mod parallel;
 mod pieces;
@@ -209,8 +211,9 @@ impl Loader {
             // An empty file holds no objects, as an empty YAML file does.
             return Ok(());
         }
-        if let Some(list) = stream::ListShape::of(text) {
-            return stream::add_items(self, &origin, text, &list);
+        if let Some(items) = stream::list_items(text) {
+            self.reserve_for(&items);
+            return stream::add_items(self, &origin, &items, 0);
         }
         let value: Value = serde_json::from_str(text).map_err(|e| LoadError {
             origin: origin.clone(),

@@ -130,18 +130,6 @@ where
 }
 
 impl Loader {
-    /// Adds the item `text` when it is of a typed kind and types cleanly; `false` (with
-    /// nothing recorded) when it must take the general path.
-    pub(super) fn add_typed_text(&mut self, text: &str) -> bool {
-        match type_text(text, self.trim) {
-            Some(item) => {
-                self.record(item);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// Adds a typed item, unless an object of the same identity was read before (then
     /// noted as a duplicate, as the general path notes it).
     pub(super) fn record(&mut self, item: TypedItem) {
@@ -163,7 +151,7 @@ impl Loader {
         }
     }
 
-    /// Makes room, before the items `spans` of `text` are added, for the nodes, pods,
+    /// Makes room, before `items` (their texts) are added, for the nodes, pods,
     /// slices and claims among them. A 100,000-node list holds 150,000 pods of about two
     /// kilobytes each: grown one push at a time, the vector of pods was copied whole at
     /// every doubling, each time into fresh pages the kernel had to zero, a tenth of the
@@ -175,30 +163,35 @@ impl Loader {
     /// pods) to them, so without room the first node added copied all 100,000 nodes into
     /// a vector twice the size (155 MB copied, issue #28). Room never filled costs
     /// address space only: its pages are never touched.
-    pub(super) fn reserve_for(&mut self, text: &str, spans: &[(usize, usize)]) {
+    pub(super) fn reserve_for(&mut self, items: &[&str]) {
         let mut counts = [0; 4];
-        for &(start, end) in spans {
-            if let Some(kind) = counted_kind(text.get(start..end).unwrap_or_default()) {
+        for item in items {
+            if let Some(kind) = counted_kind(item) {
                 counts[kind] += 1;
             }
         }
-        self.reserve_counts(counts);
-    }
-
-    /// Makes room for `[nodes, pods, slices, claims]` more objects (the counts of
-    /// [`counted_kind`]).
-    pub(super) fn reserve_counts(&mut self, [nodes, pods, slices, claims]: [usize; 4]) {
+        let [nodes, pods, slices, claims] = counts;
         let objects = &mut self.loaded.objects;
         objects.nodes.reserve(nodes + nodes / 8);
         objects.pods.reserve(pods + pods / 8);
         objects.resource_slices.reserve(slices);
         objects.resource_claims.reserve(claims);
     }
+
+    /// Gives the nodes and pods an eighth more room than they fill, for a list whose
+    /// items were not counted first ([`super::pieces`] reads its text once, so its
+    /// vectors grew as items came): the room [`Self::reserve_for`] leaves for the
+    /// planner's template nodes. A vector that has that room already is not touched.
+    pub(super) fn keep_room(&mut self) {
+        let objects = &mut self.loaded.objects;
+        objects.nodes.reserve_exact(objects.nodes.len() / 8);
+        objects.pods.reserve_exact(objects.pods.len() / 8);
+    }
 }
 
 /// Which of nodes, pods, ResourceSlices and ResourceClaims (0 to 3) the item `item` is,
 /// by its plain `apiVersion` and `kind` (the first bytes `kubectl` writes).
-pub(super) fn counted_kind(item: &str) -> Option<usize> {
+fn counted_kind(item: &str) -> Option<usize> {
     match scan::top_level_strs(item, ["apiVersion", "kind"]) {
         Some([Some("v1"), Some("Node")]) => Some(0),
         Some([Some("v1"), Some("Pod")]) => Some(1),

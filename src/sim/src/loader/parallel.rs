@@ -32,29 +32,25 @@ pub(super) fn worth_it(threads: usize, items: usize) -> bool {
 }
 
 /// Each item of `chunk` typed, or `None` where it takes the general path.
-fn type_chunk(text: &str, chunk: &[(usize, usize)], trim: bool) -> Vec<Option<TypedItem>> {
-    chunk
-        .iter()
-        .map(|&(start, end)| type_text(text.get(start..end).unwrap_or_default(), trim))
-        .collect()
+fn type_chunk(chunk: &[&str], trim: bool) -> Vec<Option<TypedItem>> {
+    chunk.iter().map(|item| type_text(item, trim)).collect()
 }
 
-/// Adds the items `spans` of the list `text` to `loader`, typing them on `threads`
-/// threads (the caller's and `threads - 1` helpers), recording them in order; the first
-/// is the list's item `first_index` (a list read in pieces comes a run at a time).
+/// Adds the list's `items` (their texts) to `loader`, typing them on `threads` threads
+/// (the caller's and `threads - 1` helpers), recording them in order; the first is the
+/// list's item `first_index` (a list read in pieces comes a run at a time).
 ///
 /// # Errors
 /// The first item (in the list's order) that is not a valid object.
 pub(super) fn add_items(
     loader: &mut Loader,
     origin: &Origin,
-    text: &str,
-    spans: &[(usize, usize)],
+    items: &[&str],
     threads: usize,
     first_index: usize,
 ) -> Result<(), LoadError> {
     let trim = loader.trim;
-    let chunks: Vec<&[(usize, usize)]> = spans.chunks(CHUNK).collect();
+    let chunks: Vec<&[&str]> = items.chunks(CHUNK).collect();
     let chunks = chunks.as_slice();
     std::thread::scope(|scope| {
         // One receiver per helper; a helper that could not be started (or stopped) leaves
@@ -65,7 +61,7 @@ pub(super) fn add_items(
                 let work = move || {
                     for chunk in chunks.iter().skip(helper).step_by(threads) {
                         // A closed channel: the caller stopped at an invalid item.
-                        if sender.send(type_chunk(text, chunk, trim)).is_err() {
+                        if sender.send(type_chunk(chunk, trim)).is_err() {
                             return;
                         }
                     }
@@ -84,15 +80,13 @@ pub(super) fn add_items(
         for (i, chunk) in chunks.iter().enumerate() {
             let helper = i % threads;
             let typed = match helper.checked_sub(1).and_then(|h| helpers.get(h)) {
-                Some(receiver) => receiver
-                    .recv()
-                    .unwrap_or_else(|_| type_chunk(text, chunk, trim)),
-                None => type_chunk(text, chunk, trim),
+                Some(receiver) => receiver.recv().unwrap_or_else(|_| type_chunk(chunk, trim)),
+                None => type_chunk(chunk, trim),
             };
-            for (item, &(start, end)) in typed.into_iter().zip(chunk.iter()) {
+            for (item, text) in typed.into_iter().zip(chunk.iter()) {
                 match item {
                     Some(item) => loader.record(item),
-                    None => add_general(loader, origin, index, text.get(start..end))?,
+                    None => add_general(loader, origin, index, text)?,
                 }
                 index += 1;
             }
@@ -109,9 +103,9 @@ fn add_general(
     loader: &mut Loader,
     origin: &Origin,
     index: usize,
-    item: Option<&str>,
+    item: &str,
 ) -> Result<(), LoadError> {
-    let value: Value = serde_json::from_str(item.unwrap_or_default()).map_err(|e| LoadError {
+    let value: Value = serde_json::from_str(item).map_err(|e| LoadError {
         origin: origin.clone(),
         object: None,
         field: None,

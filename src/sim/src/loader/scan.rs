@@ -1,48 +1,10 @@
-//! Finds the text of each item of a JSON list, without parsing the items.
+//! Reads the plain `apiVersion` and `kind` at the top of an item's text, without parsing
+//! the item.
 //!
-//! Only ever run on text that `serde_json` has already read as one valid JSON object
-//! ([`super::stream::ListShape::of`]), so it needs to tell apart, not to validate: it
-//! skips strings (with their escapes) and counts brackets. Each item's text is then
-//! typed straight from that slice (no `serde_json::Value` in between).
-
-/// The `[start, end)` byte spans of the elements of the top-level object's `items`
-/// array, in order; `None` when the text is not shaped as expected (never for text that
-/// `ListShape::of` accepted, but a wrong guess must not panic).
-pub(super) fn item_spans(text: &str) -> Option<Vec<(usize, usize)>> {
-    let bytes = text.as_bytes();
-    let mut i = skip_ws(bytes, 0);
-    if bytes.get(i) != Some(&b'{') {
-        return None;
-    }
-    i += 1;
-    let mut spans = None;
-    loop {
-        i = skip_ws(bytes, i);
-        match bytes.get(i)? {
-            b'}' => return spans,
-            b',' => {
-                i += 1;
-                continue;
-            }
-            b'"' => {}
-            _ => return None,
-        }
-        let key_end = skip_string(bytes, i)?;
-        let key = key_text(text.get(i..key_end)?)?;
-        i = skip_ws(bytes, key_end);
-        if bytes.get(i) != Some(&b':') {
-            return None;
-        }
-        i = skip_ws(bytes, i + 1);
-        if key == "items" {
-            let (found, end) = array_spans(bytes, i)?;
-            spans = Some(found);
-            i = end;
-        } else {
-            i = skip_value(bytes, i)?;
-        }
-    }
-}
+//! Only ever run on an item that `serde_json` has already read as one valid JSON value
+//! ([`super::stream::read_object`]), so it needs to tell apart, not to validate: it skips
+//! strings (with their escapes) and counts brackets. The item is then typed straight from
+//! its text (no `serde_json::Value` in between) when it is of a typed kind.
 
 /// The values of the simple string members `keys` at the top level of the object `text`
 /// (an item), read up to the last of them (`kubectl` writes `apiVersion` and `kind`
@@ -102,37 +64,6 @@ pub(super) fn top_level_strs<'t, const N: usize>(
     }
 }
 
-/// A key's text, unescaped when it holds escapes.
-fn key_text(quoted: &str) -> Option<std::borrow::Cow<'_, str>> {
-    let inner = quoted.get(1..quoted.len().checked_sub(1)?)?;
-    if inner.contains('\\') {
-        serde_json::from_str::<String>(quoted).ok().map(Into::into)
-    } else {
-        Some(inner.into())
-    }
-}
-
-/// The element spans of the array starting at `i`, and the index after it.
-fn array_spans(bytes: &[u8], mut i: usize) -> Option<(Vec<(usize, usize)>, usize)> {
-    if bytes.get(i) != Some(&b'[') {
-        return None;
-    }
-    i += 1;
-    let mut spans = Vec::new();
-    loop {
-        i = skip_ws(bytes, i);
-        match bytes.get(i)? {
-            b']' => return Some((spans, i + 1)),
-            b',' => i += 1,
-            _ => {
-                let end = skip_value(bytes, i)?;
-                spans.push((i, end));
-                i = end;
-            }
-        }
-    }
-}
-
 fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(i) {
         i += 1;
@@ -141,7 +72,7 @@ fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// The index after the string whose opening quote is at `i`.
-pub(super) fn skip_string(bytes: &[u8], mut i: usize) -> Option<usize> {
+fn skip_string(bytes: &[u8], mut i: usize) -> Option<usize> {
     i += 1;
     loop {
         match bytes.get(i)? {
@@ -153,7 +84,7 @@ pub(super) fn skip_string(bytes: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// The index after the value starting at `i`.
-pub(super) fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
+fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
     match bytes.get(i)? {
         b'"' => skip_string(bytes, i),
         b'{' | b'[' => {
@@ -192,31 +123,6 @@ pub(super) fn skip_value(bytes: &[u8], mut i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn items_are_found_whatever_their_shape_and_the_keys_around_them() {
-        let text = r#" {"apiVersion":"v1","it\u0065ms" : [ {"a":"]}\"{"} , [1,[2]] ,"s",-1.5e3,null,true ],
-            "kind":"List","metadata":{"items":[9]}} "#;
-        let spans = item_spans(text).unwrap();
-        let items: Vec<&str> = spans.iter().map(|&(s, e)| &text[s..e]).collect();
-        assert_eq!(
-            items,
-            [
-                r#"{"a":"]}\"{"}"#,
-                "[1,[2]]",
-                r#""s""#,
-                "-1.5e3",
-                "null",
-                "true"
-            ]
-        );
-        // Each span is exactly one JSON value.
-        for item in items {
-            serde_json::from_str::<serde_json::Value>(item).unwrap();
-        }
-        assert_eq!(item_spans(r#"{"kind":"List"}"#), None);
-        assert_eq!(item_spans(r#"{"items":[]}"#), Some(Vec::new()));
-    }
 
     #[test]
     fn top_level_strings_are_read_only_when_plain() {

@@ -2,62 +2,116 @@
 //!
 //! `kubectl get -A -o json` of a large cluster is one document of hundreds of megabytes.
 //! Parsed whole into a [`Value`] it takes several times its own size before the first
-//! object is typed; read here, each item becomes its typed object before the next is
-//! parsed, straight from its text when it can ([`super::direct`]), else through a
-//! [`Value`] of that item alone. The result is the one of parsing the whole
-//! document (same objects, same order, same first error): the text is first checked to
-//! be one valid JSON object whose `kind` makes it a list and whose `items` is an array
-//! (a pass that allocates nothing per item); any other text takes the whole-document path.
+//! object is typed; read here, serde_json walks the top-level object once, keeps the
+//! `kind` and, from `items`, only where each element's text is (a [`RawValue`], no copy),
+//! and each item is then typed from its text ([`super::parallel`], [`super::direct`]). The
+//! result is the one of parsing the whole document (same objects, same order, same first
+//! error): only a text that is one valid JSON object whose `kind` makes it a list and
+//! whose one `items` is an array is read here ([`Shape::is_list`]); any other takes the
+//! whole-document path. The same reading serves a text handed over in pieces
+//! ([`super::pieces`]), so both paths apply one set of rules.
+
+use std::borrow::Cow;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::{LoadError, Loader, is_list_kind};
 use crate::objects::Origin;
 
-/// A text that is one JSON object listing its objects in an `items` array.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ListShape;
-
-/// What the first pass sees of the top-level object.
-#[derive(Default)]
-struct Shape {
+/// What a reading saw of the top-level object.
+#[derive(Debug, Default)]
+pub(super) struct Shape {
     /// The last `kind` (a later duplicate key wins, as in a parsed [`Value`]).
     kind: Option<Value>,
-    /// How often `items` appears, and whether the last one is an array.
-    items: usize,
+    /// Whether `items` is there, and an array.
     items_is_array: bool,
 }
 
-impl ListShape {
-    /// `Some` when `text` is exactly one valid JSON object whose `kind` makes it a list
-    /// and which has one `items` key, an array.
-    pub(super) fn of(text: &str) -> Option<Self> {
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let shape = deserializer.deserialize_map(ShapeVisitor).ok()?;
-        deserializer.end().ok()?;
-        let kind = shape.kind.as_ref().and_then(Value::as_str).unwrap_or("");
-        (shape.items == 1 && shape.items_is_array && is_list_kind(kind, true)).then_some(ListShape)
+impl Shape {
+    /// Whether the object is a list read item by item: its `kind` makes it a list and its
+    /// one `items` is an array (a second `items` stops the reading: the last one would
+    /// count, as in a parsed value, so such a text takes the whole-document path).
+    pub(super) fn is_list(&self) -> bool {
+        let kind = self.kind.as_ref().and_then(Value::as_str).unwrap_or("");
+        self.items_is_array && is_list_kind(kind, true)
     }
 }
 
-struct ShapeVisitor;
+/// Reads `text` as a JSON object, appending the text of each element of its `items` to
+/// `items`, in order. `placeholder`: the first element stands for items handed over by an
+/// earlier reading and is passed over ([`super::pieces`]). `whole`: `text` is the whole
+/// input, so nothing but whitespace may follow the object; otherwise it may be a start of
+/// one, and an error that [`serde_json::Error::is_eof`] says so.
+///
+/// # Errors
+/// `text` is not such an object (or not all of one), or has `items` twice.
+pub(super) fn read_object<'t>(
+    text: &'t str,
+    placeholder: bool,
+    whole: bool,
+    items: &mut Vec<&'t str>,
+) -> Result<Shape, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let shape = deserializer.deserialize_map(ObjectVisitor { items, placeholder })?;
+    if whole {
+        deserializer.end()?;
+    }
+    Ok(shape)
+}
 
-impl<'de> Visitor<'de> for ShapeVisitor {
+/// The items of `text` when it is a list read item by item ([`Shape::is_list`]).
+pub(super) fn list_items(text: &str) -> Option<Vec<&str>> {
+    let mut items = Vec::new();
+    let shape = read_object(text, false, true, &mut items).ok()?;
+    shape.is_list().then_some(items)
+}
+
+/// Adds `items` (the list's items from its `first_index`th on) to `loader`, in order,
+/// typing them on the loader's threads when there are enough of them.
+///
+/// # Errors
+/// The first item that is not a valid object.
+pub(super) fn add_items(
+    loader: &mut Loader,
+    origin: &Origin,
+    items: &[&str],
+    first_index: usize,
+) -> Result<(), LoadError> {
+    let threads = if super::parallel::worth_it(loader.threads, items.len()) {
+        loader.threads
+    } else {
+        1
+    };
+    super::parallel::add_items(loader, origin, items, threads, first_index)
+}
+
+struct ObjectVisitor<'v, 't> {
+    items: &'v mut Vec<&'t str>,
+    placeholder: bool,
+}
+
+impl<'t> Visitor<'t> for ObjectVisitor<'_, 't> {
     type Value = Shape;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+    fn visit_map<A: MapAccess<'t>>(self, mut map: A) -> Result<Shape, A::Error> {
         let mut shape = Shape::default();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        let mut seen_items = false;
+        while let Some(key) = map.next_key::<Cow<'t, str>>()? {
             match key.as_ref() {
                 "kind" => shape.kind = Some(map.next_value()?),
+                "items" if seen_items => return Err(de::Error::custom("`items` twice")),
                 "items" => {
-                    shape.items += 1;
-                    shape.items_is_array = map.next_value::<IsArray>()?.0;
+                    seen_items = true;
+                    shape.items_is_array = map.next_value_seed(Items {
+                        items: &mut *self.items,
+                        placeholder: self.placeholder,
+                    })?;
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -68,172 +122,71 @@ impl<'de> Visitor<'de> for ShapeVisitor {
     }
 }
 
-/// Whether a value is an array (its content skipped).
-struct IsArray(bool);
+/// The `items` value: its elements' texts when an array (then `true`), else skipped.
+struct Items<'v, 't> {
+    items: &'v mut Vec<&'t str>,
+    placeholder: bool,
+}
 
-impl<'de> de::Deserialize<'de> for IsArray {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = IsArray;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<IsArray, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(IsArray(true))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<IsArray, A::Error> {
-                IgnoredAny.visit_map(map)?;
-                Ok(IsArray(false))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<IsArray, E> {
-                Ok(IsArray(false))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<IsArray, E> {
-                Ok(IsArray(false))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<IsArray, E> {
-                Ok(IsArray(false))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<IsArray, E> {
-                Ok(IsArray(false))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<IsArray, E> {
-                Ok(IsArray(false))
-            }
-            fn visit_unit<E>(self) -> Result<IsArray, E> {
-                Ok(IsArray(false))
-            }
-        }
-        deserializer.deserialize_any(V)
+impl<'t> DeserializeSeed<'t> for Items<'_, 't> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'t>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-/// Adds every item of the list `text` (checked by [`ListShape::of`]) to `loader`, in
-/// order, stopping at the first item that is not a valid object.
-///
-/// # Errors
-/// That item's error.
-pub(super) fn add_items(
-    loader: &mut Loader,
-    origin: &Origin,
-    text: &str,
-    _: &ListShape,
-) -> Result<(), LoadError> {
-    if let Some(spans) = super::scan::item_spans(text) {
-        loader.reserve_for(text, &spans);
-        if super::parallel::worth_it(loader.threads, spans.len()) {
-            let threads = loader.threads;
-            return super::parallel::add_items(loader, origin, text, &spans, threads, 0);
-        }
-        for (index, (start, end)) in spans.into_iter().enumerate() {
-            let item = text.get(start..end).unwrap_or_default();
-            if !loader.add_typed_text(item) {
-                let value: Value = serde_json::from_str(item).map_err(|e| LoadError {
-                    origin: origin.clone(),
-                    object: None,
-                    field: None,
-                    message: format!("not valid JSON: {e}"),
-                })?;
-                loader.add_item(origin, index, value)?;
-            }
-        }
-        return Ok(());
-    }
-    let mut failed = None;
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let read = deserializer.deserialize_map(ListVisitor {
-        loader,
-        origin,
-        failed: &mut failed,
-    });
-    match (failed, read) {
-        (Some(error), _) => Err(error),
-        (None, Ok(())) => Ok(()),
-        // The first pass parsed this same text without error.
-        (None, Err(e)) => Err(LoadError {
-            origin: origin.clone(),
-            object: None,
-            field: None,
-            message: format!("not valid JSON: {e}"),
-        }),
-    }
-}
-
-struct ListVisitor<'l> {
-    loader: &'l mut Loader,
-    origin: &'l Origin,
-    /// The first item's error; parsing stops there.
-    failed: &'l mut Option<LoadError>,
-}
-
-impl<'de> Visitor<'de> for ListVisitor<'_> {
-    type Value = ();
+impl<'t> Visitor<'t> for Items<'_, 't> {
+    type Value = bool;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object")
+        f.write_str("any value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let ListVisitor {
-            loader,
-            origin,
-            failed,
-        } = self;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == "items" {
-                map.next_value_seed(Items {
-                    loader: &mut *loader,
-                    origin,
-                    failed: &mut *failed,
-                })?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
+    fn visit_seq<A: SeqAccess<'t>>(self, mut seq: A) -> Result<bool, A::Error> {
+        if self.placeholder {
+            seq.next_element::<IgnoredAny>()?;
         }
-        Ok(())
-    }
-}
-
-struct Items<'l> {
-    loader: &'l mut Loader,
-    origin: &'l Origin,
-    failed: &'l mut Option<LoadError>,
-}
-
-impl<'de> DeserializeSeed<'de> for Items<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Items<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a list of objects")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut index = 0;
-        while let Some(item) = seq.next_element::<Value>()? {
-            if let Err(error) = self.loader.add_item(self.origin, index, item) {
-                *self.failed = Some(error);
-                // Stops the parse; the caller returns the item's error.
-                return Err(de::Error::custom("stopped at an invalid item"));
-            }
-            index += 1;
+        while let Some(item) = seq.next_element::<&'t RawValue>()? {
+            self.items.push(item.get());
         }
-        Ok(())
+        Ok(true)
+    }
+
+    fn visit_map<A: MapAccess<'t>>(self, map: A) -> Result<bool, A::Error> {
+        IgnoredAny.visit_map(map)?;
+        Ok(false)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loader::fixtures::{DEPLOYMENT, GROUP, NODE, POD};
 
     /// What the whole-document path makes of `text`: parsed into one value, then added.
     fn whole(text: &str) -> Result<String, LoadError> {
@@ -261,14 +214,6 @@ mod tests {
         Ok(format!("{:?}", loader.finish()))
     }
 
-    const NODE: &str = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"a":"b"}},
-        "status":{"allocatable":{"cpu":"4"}}}"#;
-    const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ml"},
-        "spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]}}"#;
-    const GROUP: &str = r#"{"apiVersion":"dra-autoscaler.io/v1alpha1","kind":"NodeGroup","metadata":{"name":"g"},"spec":{}}"#;
-    const DEPLOYMENT: &str =
-        r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"x"}}"#;
-
     #[test]
     fn a_list_read_item_by_item_loads_what_the_whole_document_does() {
         // kubectl prints `items` before `kind`; a hand-written list may put it after.
@@ -280,7 +225,7 @@ mod tests {
             r#"{"kind":"List","items":[]}"#.to_string(),
         ];
         for text in &texts {
-            assert!(ListShape::of(text).is_some(), "{text}");
+            assert!(list_items(text).is_some(), "{text}");
             let loaded = streamed(text).unwrap();
             assert_eq!(loaded, whole(text).unwrap(), "{text}");
         }
@@ -363,7 +308,7 @@ mod tests {
     fn the_first_bad_item_is_the_error_as_for_the_whole_document() {
         let bad = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n2"},"spec":{"unschedulable":"maybe"}}"#;
         let text = format!(r#"{{"items":[{NODE},{bad},{POD},"oops"],"kind":"List"}}"#);
-        assert!(ListShape::of(&text).is_some());
+        assert!(list_items(&text).is_some());
         let error = streamed(&text).unwrap_err();
         assert_eq!(error, whole(&text).unwrap_err());
         assert_eq!(error.origin.item, Some(1));
@@ -388,10 +333,43 @@ mod tests {
             "[1, 2]".to_string(),
         ];
         for text in &texts {
-            assert!(ListShape::of(text).is_none(), "{text}");
+            assert!(list_items(text).is_none(), "{text}");
             assert_eq!(streamed(text), whole(text), "{text}");
         }
         // The duplicate-items list still loads the last items only.
         assert!(streamed(&texts[6]).unwrap().contains("pods: [Pod"));
+    }
+
+    #[test]
+    fn items_are_found_whatever_their_shape_and_the_keys_around_them() {
+        let text = r#" {"apiVersion":"v1","it\u0065ms" : [ {"a":"]}\"{"} , [1,[2]] ,"s",-1.5e3,null,true ],
+            "kind":"List","metadata":{"items":[9]}} "#;
+        let items = list_items(text).unwrap();
+        assert_eq!(
+            items,
+            [
+                r#"{"a":"]}\"{"}"#,
+                "[1,[2]]",
+                r#""s""#,
+                "-1.5e3",
+                "null",
+                "true"
+            ]
+        );
+        assert_eq!(list_items(r#"{"kind":"List"}"#), None);
+        assert_eq!(
+            list_items(r#"{"kind":"List","items":[]}"#),
+            Some(Vec::new())
+        );
+        // A placeholder first element is passed over.
+        let mut items = Vec::new();
+        let shape = read_object(
+            r#"{"kind":"List","items":[0, 1, 2]}"#,
+            true,
+            true,
+            &mut items,
+        );
+        assert!(shape.unwrap().is_list());
+        assert_eq!(items, ["1", "2"]);
     }
 }

@@ -268,10 +268,10 @@ fn a_list_makes_room_for_its_nodes_and_pods_before_loading_them() {
             .to_string(),
     ];
     let text = format!(r#"{{"kind":"List","items":[{}]}}"#, items.join(","));
-    let spans = scan::item_spans(&text).unwrap();
-    assert_eq!(spans.len(), items.len());
+    let found = stream::list_items(&text).unwrap();
+    assert_eq!(found.len(), items.len());
     let mut loader = Loader::new();
-    loader.reserve_for(&text, &spans);
+    loader.reserve_for(&found);
     let objects = &loader.loaded.objects;
     assert!(
         objects.nodes.capacity() >= 3,

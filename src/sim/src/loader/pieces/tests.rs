@@ -1,37 +1,25 @@
 use super::*;
 use crate::loader::LoadError;
+use crate::loader::fixtures::{DEPLOYMENT, GROUP, NODE, POD, SLICE};
 
-/// A text handed over `size` bytes at a time; after a rewind, `changed` instead if set.
+/// A text handed over `size` bytes at a time.
 struct Text {
     text: Vec<u8>,
-    changed: Option<Vec<u8>>,
     size: usize,
     at: usize,
-    rewinds: usize,
 }
 
 impl Text {
     fn new(text: impl Into<Vec<u8>>, size: usize) -> Self {
         Self {
             text: text.into(),
-            changed: None,
             size,
             at: 0,
-            rewinds: 0,
         }
     }
 }
 
 impl Pieces for Text {
-    fn rewind(&mut self) -> std::io::Result<()> {
-        self.at = 0;
-        self.rewinds += 1;
-        if let Some(changed) = self.changed.take() {
-            self.text = changed;
-        }
-        Ok(())
-    }
-
     fn read_more(&mut self, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
         let end = (self.at + self.size).min(self.text.len());
         buffer.extend_from_slice(&self.text[self.at..end]);
@@ -71,15 +59,6 @@ fn in_pieces(text: &[u8], size: usize, threads: usize) -> Option<String> {
     }
     Some(format!("{:?}", loader.finish()))
 }
-
-const NODE: &str = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"a":"b"},"managedFields":[{"manager":"m"}]},
-    "status":{"allocatable":{"cpu":"4"}}}"#;
-const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ml"},
-    "spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]}}"#;
-const GROUP: &str = r#"{"apiVersion":"dra-autoscaler.io/v1alpha1","kind":"NodeGroup","metadata":{"name":"g"},"spec":{}}"#;
-const DEPLOYMENT: &str =
-    r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"x"}}"#;
-const SLICE: &str = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"s"},"spec":{"driver":"d","pool":{"name":"p","generation":1,"resourceSliceCount":1},"nodeName":"n1","devices":[{"name":"g0"}]}}"#;
 
 /// Piece sizes down to one byte, so that every token is cut somewhere.
 const SIZES: [usize; 5] = [1, 2, 7, 64, 1 << 20];
@@ -157,6 +136,10 @@ fn other_texts_are_left_to_the_whole_text_and_load_as_before() {
         r#"{"kind":"List","items":{"a":1}}"#.to_string(),
         format!(r#"{{"kind":"List","items":[{NODE}],"items":[{POD}]}}"#),
         "[1, 2]".to_string(),
+        // Known only after its items were typed: the kind is no list's.
+        format!(
+            r#"{{"items":[{NODE},{POD}],"kind":"Thing","apiVersion":"x/v1","metadata":{{"name":"t"}}}}"#
+        ),
         String::new(),
         "  \n".to_string(),
         // Items that do not load: the first bad one is the error, as for the whole text.
@@ -175,7 +158,8 @@ fn other_texts_are_left_to_the_whole_text_and_load_as_before() {
     // single objects and empty texts loaded.
     assert!(whole(&texts[0], 1).is_err());
     assert!(whole(&texts[6], 1).unwrap().contains("n1"));
-    assert_eq!(whole(&texts[13], 1).unwrap_err().origin.item, Some(1));
+    assert_eq!(whole(&texts[14], 1).unwrap_err().origin.item, Some(1));
+    assert!(whole(&texts[11], 1).unwrap().contains("Thing"));
 }
 
 #[test]
@@ -190,32 +174,50 @@ fn text_that_is_not_utf8_is_left_to_the_whole_text() {
 }
 
 #[test]
-fn a_loader_holding_objects_or_a_text_changed_between_the_readings_is_left_alone() {
+fn a_loader_holding_objects_is_left_alone() {
     let text = format!(r#"{{"kind":"List","items":[{NODE}]}}"#);
     let mut holding = loader(1);
     holding.add_json("a.json", POD).unwrap();
     let before = format!("{:?}", holding.loaded);
-    let mut pieces = Text::new(text.clone(), 64);
+    let mut pieces = Text::new(text, 64);
     assert!(!holding.add_json_in_pieces("t.json", &mut pieces).unwrap());
     assert_eq!(format!("{:?}", holding.loaded), before);
-    assert_eq!(pieces.rewinds, 0);
+    assert_eq!(pieces.at, 0, "nothing was read");
+}
 
-    // Read once as a list, then (changed) with an item that does not load.
-    let mut changing = Text::new(text, 64);
-    changing.changed = Some(format!(r#"{{"kind":"List","items":[{NODE},"oops"]}}"#).into_bytes());
-    let mut fresh = loader(1);
-    assert!(!fresh.add_json_in_pieces("t.json", &mut changing).unwrap());
-    assert_eq!(changing.rewinds, 1);
-    assert!(fresh.is_fresh());
+#[test]
+fn items_nested_deeper_than_the_whole_text_allows_are_left_to_it() {
+    // The whole text's reading skips the items (serde_json skips a value without a depth
+    // limit) and reads each from its own text, where serde_json parses 127 levels into a
+    // value: an item of a kind read that way (here skipped) nested 128 deep fails there,
+    // and must here too.
+    let deep = |levels: usize| {
+        let item = DEPLOYMENT.replacen(
+            '{',
+            &format!(
+                "{{\"deep\":{}0{},",
+                "[".repeat(levels - 1),
+                "]".repeat(levels - 1)
+            ),
+            1,
+        );
+        format!(r#"{{"kind":"List","items":[{NODE},{item}]}}"#)
+    };
+    let fits = deep(127);
+    let loaded = whole(&fits, 1).unwrap();
+    let too_deep = deep(128);
+    let error = whole(&too_deep, 1).unwrap_err();
+    assert!(error.message.contains("recursion limit"), "{error}");
+    for size in SIZES {
+        assert_eq!(in_pieces(fits.as_bytes(), size, 1), Some(loaded.clone()));
+        assert_eq!(in_pieces(too_deep.as_bytes(), size, 1), None, "{size}");
+    }
 }
 
 #[test]
 fn a_failed_read_is_the_error() {
     struct Failing;
     impl Pieces for Failing {
-        fn rewind(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
         fn read_more(&mut self, _: &mut Vec<u8>) -> std::io::Result<usize> {
             Err(std::io::Error::other("disk gone"))
         }
@@ -224,4 +226,22 @@ fn a_failed_read_is_the_error() {
         .add_json_in_pieces("t.json", &mut Failing)
         .unwrap_err();
     assert_eq!(error.to_string(), "disk gone");
+
+    // Failing after some items were typed: the loader is left as it was.
+    struct Midway(Text);
+    impl Pieces for Midway {
+        fn read_more(&mut self, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
+            if self.0.at > self.0.text.len() / 2 {
+                return Err(std::io::Error::other("disk gone"));
+            }
+            self.0.read_more(buffer)
+        }
+    }
+    let items = vec![NODE; 20].join(",").replace("\"n1\"", "\"n\"");
+    let text = format!(r#"{{"kind":"List","items":[{items}]}}"#);
+    let mut midway = Midway(Text::new(text, 64));
+    let mut fresh = loader(1);
+    let error = fresh.add_json_in_pieces("t.json", &mut midway).unwrap_err();
+    assert_eq!(error.to_string(), "disk gone");
+    assert!(fresh.is_fresh());
 }
