@@ -511,14 +511,17 @@ impl Autoscaler {
                 for error in &report.node_group_errors {
                     tracing::debug!(node_group = %error.node_group, error = %error.error, "invalid NodeGroup left out");
                 }
+                let mut filters = handed.filters;
                 if given && !handed.filters_reused {
-                    // The view's index did not hold its nodes and pods: a bug, which the
-                    // planner's fresh index repairs (and the view keeps that one).
+                    // The view's index did not hold its nodes and pods: a bug. The planner
+                    // indexed afresh; the view makes its own again from its copies (the
+                    // planner's is not the one the view marked).
                     tracing::warn!(
                         "the planner's kept index did not match the cluster; indexed afresh"
                     );
+                    filters = None;
                 }
-                Some((report, handed.objects, handed.filters))
+                Some((report, handed.objects, filters))
             }
             Err(error) => {
                 tracing::error!(%error, "the planner panicked");

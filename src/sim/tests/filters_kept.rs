@@ -36,6 +36,8 @@ struct Shape {
     namespace: usize,
     app: Option<usize>,
     cpu_millis: u32,
+    /// CPU past what an i64 of millicores holds: a node's total saturates.
+    huge: bool,
     gpus: u8,
     host_port: Option<u16>,
     anti_affinity: bool,
@@ -51,7 +53,12 @@ fn pod(id: usize, shape: &Shape) -> Pod {
         labels.insert("app".into(), json!(["x", "y", "z"][app]));
     }
     let mut requests = serde_json::Map::new();
-    requests.insert("cpu".into(), json!(format!("{}m", shape.cpu_millis)));
+    let cpu = if shape.huge {
+        "10E".to_owned()
+    } else {
+        format!("{}m", shape.cpu_millis)
+    };
+    requests.insert("cpu".into(), json!(cpu));
     if shape.gpus > 0 {
         requests.insert("example.com/gpu".into(), json!(shape.gpus.to_string()));
     }
@@ -90,6 +97,7 @@ fn shape() -> impl Strategy<Value = Shape> {
             0..3usize,
             proptest::option::of(0..3usize),
             100..2000u32,
+            proptest::bool::weighted(0.05),
             0..3u8,
         ),
         (
@@ -102,12 +110,13 @@ fn shape() -> impl Strategy<Value = Shape> {
     )
         .prop_map(
             |(
-                (namespace, app, cpu_millis, gpus),
+                (namespace, app, cpu_millis, huge, gpus),
                 (host_port, anti_affinity, finished, terminating, node),
             )| Shape {
                 namespace,
                 app,
                 cpu_millis,
+                huge,
                 gpus,
                 host_port,
                 anti_affinity,
@@ -271,11 +280,62 @@ fn a_heartbeat_is_nothing_to_the_filters_but_a_label_or_allocatable_is() {
     assert!(!same_to_filters(&before, &tainted));
 }
 
+/// A pod whose requests saturate its node's total leaves, found in review: the rest of
+/// the node's pods is what counts again, not the saturated total less its requests.
+#[test]
+fn a_pod_that_saturated_its_node_leaves_the_others_counted() {
+    let nodes = nodes();
+    let huge = pod(
+        1,
+        &Shape {
+            huge: true,
+            ..bound_to(0)
+        },
+    );
+    let small = pod(
+        2,
+        &Shape {
+            anti_affinity: false,
+            host_port: None,
+            ..bound_to(0)
+        },
+    );
+    let mut state = FilterState::new(&nodes, &[huge.clone(), small.clone()], &namespaces());
+    assert_eq!(state.forget_bound([&huge]), 0);
+    assert_eq!(state.summary(), fresh(&nodes, &[small]));
+}
+
+/// After a watch re-list every pod comes back as a new copy: all of them forgotten and
+/// counted again in one go (quadratic before review).
+#[test]
+fn every_pod_forgotten_at_once_leaves_nothing() {
+    let nodes = nodes();
+    let pods: Vec<Pod> = (0..2000)
+        .map(|i| {
+            pod(
+                i,
+                &Shape {
+                    node: Some(i % 4),
+                    app: Some(i % 3),
+                    ..bound_to(0)
+                },
+            )
+        })
+        .collect();
+    let mut state = FilterState::new(&nodes, &pods, &namespaces());
+    for pod in &pods {
+        assert!(state.count_bound(pod));
+    }
+    assert_eq!(state.forget_bound(&pods), 0);
+    assert_eq!(state.summary(), fresh(&nodes, &pods));
+}
+
 fn bound_to(node: usize) -> Shape {
     Shape {
         namespace: 0,
         app: Some(0),
         cpu_millis: 500,
+        huge: false,
         gpus: 1,
         host_port: Some(80),
         anti_affinity: true,

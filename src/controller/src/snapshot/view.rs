@@ -180,6 +180,11 @@ impl View {
         let priorities = Priorities::new(inputs.priority_classes.iter().map(AsRef::as_ref));
         let mut pending = Vec::new();
         let mut uncounted = Vec::new();
+        // Past this many new copies (a watch re-list brings a new copy of every pod) the
+        // index is made afresh: taking each old copy off and counting each new one costs
+        // more than indexing once.
+        let afresh_past = self.pods.len() / 4;
+        let mut changed_pods = 0;
         self.loop_pods.clear();
         for pod in &inputs.pods {
             if !is_pending(pod) {
@@ -187,6 +192,10 @@ impl View {
                     self.pods
                         .keep(pod, None, || pod_key(pod), || Pod::clone(pod), seen);
                 copied += usize::from(change.copied());
+                changed_pods += usize::from(change.copied());
+                if changed_pods > afresh_past {
+                    self.filters = None;
+                }
                 if let Some(filters) = self.filters.as_mut()
                     && change.copied()
                     && let Some(copy) = self.pods.get(at)

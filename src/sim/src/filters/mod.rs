@@ -476,8 +476,19 @@ impl FilterState {
         let Some(usage) = self.usage.get_mut(node_index) else {
             return;
         };
+        let saturated = usage.requested.saturated();
         if let Some(requested) = self.pod_requested.get(record) {
             usage.requested.sub(requested);
+        }
+        if saturated {
+            // Subtracting from a saturated total is not the sum of the rest: add them up.
+            let mut rest = ResourceVec::default();
+            for (i, (other, requested)) in self.pods.iter().zip(&self.pod_requested).enumerate() {
+                if i != record && other.node_index == node_index {
+                    rest.add(requested);
+                }
+            }
+            usage.requested = rest;
         }
         usage.pod_count -= 1;
         let index = self.index.get_mut().unwrap_or_else(PoisonError::into_inner);

@@ -348,6 +348,15 @@ impl ResourceVec {
         }
     }
 
+    /// Whether an amount is at a bound of i64, where [`ResourceVec::add`] saturates: taking
+    /// away what was added then no longer gives the sum of what is left.
+    pub(crate) fn saturated(&self) -> bool {
+        [self.milli_cpu, self.memory, self.ephemeral_storage]
+            .iter()
+            .chain(&self.scalars)
+            .any(|v| *v == i64::MAX || *v == i64::MIN)
+    }
+
     /// Takes away what [`ResourceVec::add`] added.
     pub(crate) fn sub(&mut self, other: &Self) {
         self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);

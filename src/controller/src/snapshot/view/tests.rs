@@ -250,6 +250,23 @@ fn a_node_booting_again_stands_as_its_template_and_its_copy_goes() {
     assert_eq!((view.counts().copied, view.counts().dropped), (1, 0));
 }
 
+/// A watch re-list replaces every store entry: the view copies every pod again and indexes
+/// afresh rather than taking each old copy off and counting each new one.
+#[test]
+fn a_relist_indexes_afresh() {
+    let groups = [node_group("cpu", 10)];
+    let mut inputs = cluster();
+    let mut view = View::default();
+    one_loop(&mut view, &inputs, &groups);
+    inputs.pods = inputs
+        .pods
+        .iter()
+        .map(|p| Arc::new(Pod::clone(p)))
+        .collect();
+    one_loop(&mut view, &inputs, &groups);
+    assert_eq!((view.counts().copied, view.counts().indexed), (40, 2));
+}
+
 #[test]
 fn copies_not_handed_back_are_made_again() {
     let groups = [node_group("cpu", 10)];
