@@ -18,7 +18,7 @@ use common::cluster::{
     count_of_group, describe_pods, events, manifest, node_names, node_of, nodes, phase, pods,
     real_stack, wait_running,
 };
-use common::predict::assert_devices_match_simulate;
+use common::predict::{assert_devices_match_simulate, assert_devices_match_simulate_any_gpu};
 use common::wait_for;
 
 const LANDS_WITHIN: Duration = Duration::from_secs(180);
@@ -130,7 +130,10 @@ async fn pods_asking_for_gpu_partitions_land_on_the_partitions_simulate_predicts
     assert_eq!(bought.len(), 2, "nodes: {bought:?}");
     assert_eq!(count_of_group(&bought, "partitionable-gpu"), 2);
     assert_eq!(running.len(), 7);
-    assert_devices_match_simulate(stack.real().unwrap(), "default", "infer-");
+    // Which GPU of a machine the whole-GPU pod takes depends on the order the scheduler
+    // took the pods in (seen in one run of four on 2026-12-05: the whole GPU first on a
+    // machine, quarters first in simulate), so the devices compare up to the GPU's index.
+    assert_devices_match_simulate_any_gpu(stack.real().unwrap(), "default", "infer-");
     stack.shutdown().await;
 }
 

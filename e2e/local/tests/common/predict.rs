@@ -201,6 +201,43 @@ fn partition(placements: &Placements) -> BTreeMap<String, Vec<BTreeSet<DeviceNam
 /// holds which set may differ, as they may be placed in either order). Prints both sides.
 /// Returns how many pods got exactly the same devices.
 pub fn assert_devices_match_simulate(real: &RealCluster, namespace: &str, prefix: &str) -> usize {
+    assert_devices_match_simulate_as(real, namespace, prefix, |device| device.to_owned())
+}
+
+/// [`assert_devices_match_simulate`] up to which of a node's identical GPUs a pod got: a
+/// device `…/gpu-1-partition-0` compares as `…/gpu-N-partition-0`. When pods of different
+/// shapes share a node (quarters and a whole GPU), the GPU each takes depends on the order
+/// the scheduler took them in (the first of them takes `gpu-0`), which the nodes' arrival
+/// decides and simulate cannot know; which devices go together on one GPU still compares.
+pub fn assert_devices_match_simulate_any_gpu(
+    real: &RealCluster,
+    namespace: &str,
+    prefix: &str,
+) -> usize {
+    assert_devices_match_simulate_as(real, namespace, prefix, any_gpu)
+}
+
+/// `driver/pool/gpu-<n>-rest` as `driver/pool/gpu-N-rest`.
+fn any_gpu(device: &str) -> DeviceName {
+    let (path, name) = device.rsplit_once('/').unwrap_or(("", device));
+    let name = match name
+        .strip_prefix("gpu-")
+        .and_then(|rest| rest.split_once('-'))
+    {
+        Some((index, rest)) if index.chars().all(|c| c.is_ascii_digit()) => {
+            format!("gpu-N-{rest}")
+        }
+        _ => name.to_owned(),
+    };
+    format!("{path}/{name}")
+}
+
+fn assert_devices_match_simulate_as(
+    real: &RealCluster,
+    namespace: &str,
+    prefix: &str,
+    canonical: fn(&str) -> DeviceName,
+) -> usize {
     let dump: Value = serde_json::from_str(
         &real
             .kubectl(&["get", DUMP_KINDS, "-A", "-o", "json"])
@@ -231,13 +268,33 @@ pub fn assert_devices_match_simulate(real: &RealCluster, namespace: &str, prefix
             "{pod}: simulate chose another node"
         );
     }
+    let as_compared = |placements: &Placements| -> Placements {
+        placements
+            .iter()
+            .map(|(pod, (node, devices))| {
+                let devices = devices.iter().map(|d| canonical(d)).collect();
+                (pod.clone(), (node.clone(), devices))
+            })
+            .collect()
+    };
     assert_eq!(
-        partition(&predicted),
-        partition(&placements),
+        partition(&as_compared(&predicted)),
+        partition(&as_compared(&placements)),
         "per node, the devices simulate allocates differ from the real scheduler's"
     );
     placements
         .iter()
         .filter(|(pod, placed)| predicted.get(*pod) == Some(placed))
         .count()
+}
+
+#[test]
+fn any_gpu_drops_the_index_of_the_gpu_only() {
+    assert_eq!(
+        any_gpu("gpu.example.com/partitionable-gpu-1/gpu-1-partition-3"),
+        "gpu.example.com/partitionable-gpu-1/gpu-N-partition-3"
+    );
+    assert_eq!(any_gpu("d/p/gpu-0-full"), "d/p/gpu-N-full");
+    assert_eq!(any_gpu("d/p/nic-0"), "d/p/nic-0");
+    assert_eq!(any_gpu("d/p/gpu-a-full"), "d/p/gpu-a-full");
 }
