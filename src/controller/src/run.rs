@@ -401,6 +401,7 @@ pub async fn run_with_clients(
             copied = copies.copied,
             dropped = copies.dropped,
             rebuilds = copies.rebuilds,
+            indexed = copies.indexed,
             triggered,
             scale_down_evaluated = summary.scale_down.is_some(),
             reconcile_ms = millis(phases.reconcile),

@@ -248,7 +248,7 @@ impl View {
 
         self.counts.copied = copied;
         self.counts.dropped = dropped;
-        built.filters = filters;
+        built.filters = Some(filters);
         built.objects = ClusterObjects {
             nodes,
             pods,
@@ -265,7 +265,7 @@ impl View {
         uncounted: &[Pod],
         namespaces: &[Namespace],
         pending: &[Pod],
-    ) -> Option<FilterState> {
+    ) -> FilterState {
         if let Some(filters) = self.filters.as_mut() {
             let missing = filters.forget_bound(uncounted);
             if missing > 0 {
@@ -290,7 +290,7 @@ impl View {
         for pod in pending {
             filters.count_bound(pod);
         }
-        Some(filters)
+        filters
     }
 
     /// Takes back the nodes and pods [`View::update`] lent, as the planner or the

@@ -34,7 +34,6 @@ use dra_sim::report::{Outcome, PodReport};
 use dra_sim::simulate::report_allocations;
 use dra_sim::snapshot::{PodClaims, Snapshot, object_key};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::ResourceSlice;
 
 use crate::gang::{Gang, GangApi, detect_gangs};
 use crate::groups::{Budget, Group, read_groups, template_node};
@@ -256,14 +255,6 @@ impl Planned {
     #[must_use]
     pub fn into_parts(self) -> dra_sim::snapshot::Parts {
         self.snapshot.into_parts()
-    }
-
-    /// The snapshot's nodes, pods and the ResourceSlices it was built with (the ones
-    /// planned on, then the template slices of nodes without theirs), the rest dropped
-    /// (see [`Snapshot::into_nodes_pods_and_slices`]).
-    #[must_use]
-    pub fn into_nodes_pods_and_slices(self) -> (Vec<Node>, Vec<Pod>, Vec<ResourceSlice>) {
-        self.snapshot.into_nodes_pods_and_slices()
     }
 }
 

@@ -19,7 +19,7 @@ use std::sync::PoisonError;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 
 use super::labels::NamespaceRegistry;
-use super::requests::{ResourceTable, ResourceVec};
+use super::requests::ResourceVec;
 use super::unbind::{NO_NODE, Wanted};
 use super::{FilterState, is_active};
 
@@ -160,7 +160,7 @@ impl FilterState {
             }
             let first = candidates.iter().position(|&w| {
                 let (node_index, pod) = &wanted[w];
-                pod.is(record, Some(requested), *node_index, true)
+                pod.is(record, requested, *node_index, true)
             });
             if let Some(at) = first {
                 candidates.swap_remove(at);
@@ -287,19 +287,6 @@ fn named(vec: &ResourceVec, names: &[&str]) -> BTreeMap<String, i64> {
         }
     }
     out
-}
-
-impl ResourceTable {
-    /// The interned names, by id.
-    pub(crate) fn names(&self) -> Vec<&str> {
-        let mut names = vec![""; self.len()];
-        for (name, id) in self.entries() {
-            if let Some(slot) = names.get_mut(id as usize) {
-                *slot = name;
-            }
-        }
-        names
-    }
 }
 
 /// One node as a [`Summary`] shows it.

@@ -196,12 +196,15 @@ impl ResourceTable {
         self.ids.get(name).copied()
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.ids.iter().map(|(name, id)| (name.as_str(), *id))
+    /// The interned names, by id.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut names = vec![""; self.ids.len()];
+        for (name, id) in &self.ids {
+            if let Some(slot) = names.get_mut(*id as usize) {
+                *slot = name;
+            }
+        }
+        names
     }
 }
 

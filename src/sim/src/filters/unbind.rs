@@ -49,7 +49,7 @@ impl<'a> Wanted<'a> {
     pub(super) fn is(
         &self,
         record: &PodRecord,
-        requested: Option<&ResourceVec>,
+        requested: &ResourceVec,
         node_index: usize,
         exact: bool,
     ) -> bool {
@@ -57,7 +57,7 @@ impl<'a> Wanted<'a> {
             && &*record.namespace == self.namespace
             && record.terminating == self.terminating
             && record.labels.as_deref() == self.labels
-            && (!exact || (requested == Some(&self.requested) && record.placed == self.placed))
+            && (!exact || (*requested == self.requested && record.placed == self.placed))
     }
 }
 
@@ -74,7 +74,7 @@ impl FilterState {
             self.pods
                 .iter()
                 .zip(&self.pod_requested)
-                .position(|(r, requested)| wanted.is(r, Some(requested), node_index, exact))
+                .position(|(r, requested)| wanted.is(r, requested, node_index, exact))
         };
         let record = alike(true).or_else(|| alike(false))?;
         self.uncount(record);

@@ -162,8 +162,8 @@ impl Snapshot {
     /// [`Snapshot::new`] with the filter state of the objects' nodes (in name order) and
     /// bound pods made before: a state kept from the last snapshot of the same cluster and
     /// brought up to date ([`FilterState::forget_bound`], [`FilterState::count_bound`]), as
-    /// indexing every node and bound
-    /// pod is the largest part of building a snapshot of a large cluster. A state that
+    /// indexing every node and bound pod is the largest part of building a snapshot of a
+    /// large cluster. A state that
     /// does not hold the nodes in name order, or holds another number of bound pods than
     /// the objects have, is not used: the snapshot indexes the objects afresh, and
     /// [`Parts::filters_reused`] says so. [`Snapshot::into_parts`] hands the state back.
@@ -340,17 +340,11 @@ impl Snapshot {
         (self.nodes, self.pods)
     }
 
-    /// [`Snapshot::into_nodes_and_pods`], and the ResourceSlices it was built with, in
-    /// their order and as they were given (see [`DraCatalog::into_initial_slices`]):
-    /// the slices a caller reads after the snapshot, without a copy of every device.
-    #[must_use]
-    pub fn into_nodes_pods_and_slices(self) -> (Vec<Node>, Vec<Pod>, Vec<ResourceSlice>) {
-        (self.nodes, self.pods, self.dra.into_initial_slices())
-    }
-
-    /// Gives up the snapshot, keeping its nodes, pods and ResourceSlices (as
-    /// [`Snapshot::into_nodes_pods_and_slices`]) and its filter state as the snapshot was
-    /// built with it: the nodes and pods given, without the nodes the simulation added or
+    /// Gives up the snapshot, keeping its nodes and pods (as [`Snapshot::into_nodes_and_pods`]),
+    /// the ResourceSlices it was built with, in their order and as they were given (see
+    /// [`DraCatalog::into_initial_slices`]: the slices a caller reads after the snapshot,
+    /// without a copy of every device), and its filter state as the snapshot was built with
+    /// it: the nodes and pods given, without the nodes the simulation added or
     /// the placements it made. That state is `None` when it cannot be rolled back (a
     /// simulation took pods off their nodes and kept it so).
     #[must_use]
